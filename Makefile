@@ -1,0 +1,51 @@
+# Ebb: the two commands a user needs are `make demo` and `make test`.
+# Everything else here is a step they depend on, usable on its own.
+
+PYTHON  ?= python3
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+# Tool caches live outside the clone so a second clone (or CI on this machine) reuses them.
+EBB_CACHE ?= $(HOME)/.cache/ebb
+export EBB_CACHE
+
+# Each part adds its own targets in mk/<part>.mk and appends to TEST_PREREQS what `make test` needs
+# built first (the Apache Kafka harness, the control-plane binaries, ...).
+.DEFAULT_GOAL := help
+TEST_PREREQS :=
+include $(sort $(wildcard mk/*.mk))
+
+.PHONY: help venv test test-fast lint demo bench clean
+
+help:
+	@echo "make demo   - run the most complete real demonstration (sets itself up)"
+	@echo "make test   - set up everything on a fresh machine and run every test tier"
+	@echo "make lint   - ruff and the import-layering contracts"
+	@echo "make bench  - benchmarks; tables on stdout, JSON in bench/results/"
+
+# The virtual environment is rebuilt when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml
+	@echo "==> creating the virtual environment in $(VENV) (first run downloads dependencies)"
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip==25.3
+	$(PY) -m pip install --quiet --progress-bar off -e '.[broker,operator,spark,test]'
+	@touch $@
+
+venv: $(VENV)/.installed
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+
+# Fast tier only, for the edit-test loop.
+test-fast: venv
+	$(PY) -m pytest -m unit -q
+
+test: venv lint $(TEST_PREREQS)
+	@echo "==> running every test tier (unit, compat, spark, k8s, e2e)"
+	$(PY) -m pytest -q
+
+bench: venv
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache bench/results/*.json

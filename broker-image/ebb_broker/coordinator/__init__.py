@@ -1,0 +1,1 @@
+"""Group coordination: members, generations and committed offsets in __consumer_offsets."""

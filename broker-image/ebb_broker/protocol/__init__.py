@@ -1,0 +1,1 @@
+"""The Kafka wire protocol: the server and one module per API key."""

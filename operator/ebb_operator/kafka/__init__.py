@@ -1,0 +1,1 @@
+"""The one module that talks to Kafka-protocol clusters."""
