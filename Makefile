@@ -45,7 +45,7 @@ test: venv lint $(TEST_PREREQS)
 	$(PY) -m pytest -q
 
 bench: venv
-	$(PY) -m bench
+	$(PY) -m bench $(BENCH)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache bench/results/*.json
