@@ -8,6 +8,7 @@ this module only runs them. Every JVM started here is killed again by its owner 
 from __future__ import annotations
 
 import base64
+import ctypes
 import os
 import re
 import signal
@@ -193,6 +194,13 @@ def _terminate(process: subprocess.Popen[bytes], timeout: float) -> None:
         process.wait()
 
 
+def _die_with_parent() -> None:
+    """Runs in the child before exec: the kernel SIGKILLs the broker if the test process dies first (even
+    by kill -9), so no JVM outlives the session that started it. Linux prctl(PR_SET_PDEATHSIG)."""
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+
+
 class KafkaStartError(RuntimeError):
     """The broker exited or did not serve in time; the message carries the end of its log."""
 
@@ -256,7 +264,9 @@ def apache_kafka(
         f"-Dlog4j2.configurationFile={BROKER_LOG_CONFIG}"
     )
     with (work_dir / "stdout.log").open("wb") as out:
-        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent
+        )
     broker = KafkaBroker(
         host=host,
         port=port,
