@@ -141,7 +141,6 @@ FAST_SETTINGS: Mapping[str, str] = {
     "log.initial.task.delay.ms": "0",
     "log.cleaner.backoff.ms": "1000",
     "log.segment.delete.delay.ms": "0",
-    "log.flush.scheduler.interval.ms": "1000",
 }
 
 
