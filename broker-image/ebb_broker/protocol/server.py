@@ -19,6 +19,7 @@ from typing import Any
 from ebb_broker.protocol import api_versions
 from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.registry import lookup
+from ebb_broker.protocol.zero_copy import FileRecords, Part, ZeroCopyResponse, split
 
 log = logging.getLogger(__name__)
 
@@ -109,16 +110,7 @@ class KafkaServer:
                 await writer.wait_closed()
             self._connections.discard(task)
 
-    async def _write(self, writer: asyncio.StreamWriter, parts: list[Any]) -> None:
-        """Write encoded bytes and file slices in order (slices are read from the segment files)."""
-        for part in parts:
-            if isinstance(part, bytes | bytearray):
-                writer.write(part)
-            else:
-                writer.write(part.read())
-        await writer.drain()
-
-    async def _dispatch(self, frame: bytes, client_host: str) -> list[Any] | None:
+    async def _dispatch(self, frame: bytes, client_host: str) -> list[Part] | None:
         api_key, api_version, correlation_id = _HEADER.unpack_from(frame)
         spec = lookup(api_key)
         if api_key == api_versions.API_KEY and (
@@ -161,7 +153,11 @@ class KafkaServer:
         return encode_response(response, api_version, correlation_id)
 
 
-def encode_response(response: Any, api_version: int, correlation_id: int) -> list[Any]:
+def encode_response(response: Any, api_version: int, correlation_id: int) -> list[Part]:
     """Frame a response body with its header (header v1 for flexible versions, v0 otherwise)."""
+    files: list[FileRecords] = []
+    if isinstance(response, ZeroCopyResponse):
+        response, files = response.body, response.files
     response.with_header(correlation_id=correlation_id)
-    return [bytes(response.encode(version=api_version, header=True, framed=True))]
+    encoded = bytes(response.encode(version=api_version, header=True, framed=True))
+    return split(encoded, files) if files else [encoded]
