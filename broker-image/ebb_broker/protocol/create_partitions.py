@@ -27,7 +27,7 @@ def _grow(broker: Broker, t: Any, validate_only: bool) -> tuple[int, str | None]
     meta = broker.logs.topics().get(t.name)
     if meta is None:
         return UnknownTopicOrPartitionError.errno, f"topic {t.name!r} does not exist"
-    current = len(meta.partitions)
+    current = meta.partitions
     if t.count <= current:
         return InvalidPartitionsError.errno, f"topic {t.name!r} has {current} partitions; asked for {t.count}"
     me = broker.identity.node_id

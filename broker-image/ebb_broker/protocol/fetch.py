@@ -31,6 +31,7 @@ from ebb_broker.log.errors import LogError
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
+from ebb_broker.protocol.topics import has_partition
 from ebb_broker.protocol.zero_copy import FileRecords, ZeroCopyResponse
 
 API_KEY = 1
@@ -50,7 +51,7 @@ def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int, list[F
         parts = []
         for p in t.partitions:
             err, hw, start, records, size = 0, -1, -1, b"", 0
-            if t.topic not in topics or p.partition not in topics[t.topic].partitions:
+            if not has_partition(topics, t.topic, p.partition):
                 err = UnknownTopicOrPartitionError.errno
             else:
                 plog = broker.logs.get_log(t.topic, p.partition)
