@@ -171,6 +171,7 @@ class ConfluentClient:
         c = self._consumer(group, reset)
         out: list[Rec] = []
         joined = False
+        polls_since_join = 0
 
         def on_assign(consumer: Any, partitions: Any) -> None:
             nonlocal joined
@@ -181,14 +182,13 @@ class ConfluentClient:
             end = _deadline(timeout)
             while len(out) < count and time.monotonic() < end:
                 msg = c.poll(0.2)
-                # Positions are resolved lazily: produce only once the consumer has its position.
-                if (
-                    joined
-                    and produce_after_join is not None
-                    and all(tp.offset >= 0 for tp in c.position(c.assignment()))
-                ):
-                    produce_after_join()
-                    produce_after_join = None
+                # librdkafka resolves the "latest" position with ListOffsets after the assignment and
+                # exposes no position before the first record: give it a few polls first.
+                if joined and produce_after_join is not None:
+                    polls_since_join += 1
+                    if polls_since_join >= 10:
+                        produce_after_join()
+                        produce_after_join = None
                 if msg is None:
                     continue
                 if msg.error():

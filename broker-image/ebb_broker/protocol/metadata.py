@@ -26,7 +26,7 @@ from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import ensure_topic
 
 API_KEY = 3
-_NOT_REQUESTED = -(2**31)
+_NOT_REQUESTED = None  # the codec writes None as -2147483648: "not requested" (no ACLs)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

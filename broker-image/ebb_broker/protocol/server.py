@@ -19,7 +19,14 @@ from typing import Any
 from ebb_broker.protocol import api_versions
 from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.registry import lookup
-from ebb_broker.protocol.zero_copy import FileRecords, Part, ZeroCopyResponse, split
+from ebb_broker.protocol.zero_copy import (
+    FileRecords,
+    Part,
+    ZeroCopyResponse,
+    part_length,
+    split,
+    write_parts,
+)
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +102,8 @@ class KafkaServer:
                     log.warning("closing connection from %s: %s", peer, exc)
                     return
                 if out is not None:
-                    metrics.bytes_out.inc(
-                        sum(len(p) if isinstance(p, bytes | bytearray) else p.length for p in out)
-                    )
-                    await self._write(writer, out)
+                    metrics.bytes_out.inc(sum(part_length(p) for p in out))
+                    await write_parts(writer, out)
         except asyncio.CancelledError:
             pass
         except ConnectionError:
@@ -150,7 +155,11 @@ class KafkaServer:
             self.broker.metrics.observe_request(spec.name, time.perf_counter() - started)
         if response is None:
             return None
-        return encode_response(response, api_version, correlation_id)
+        try:
+            return encode_response(response, api_version, correlation_id)
+        except Exception as exc:
+            log.exception("%s v%d response could not be encoded", spec.name, api_version)
+            raise BadFrameError(f"{spec.name} response encoding failed: {exc!r}") from exc
 
 
 def encode_response(response: Any, api_version: int, correlation_id: int) -> list[Part]:
@@ -159,5 +168,7 @@ def encode_response(response: Any, api_version: int, correlation_id: int) -> lis
     if isinstance(response, ZeroCopyResponse):
         response, files = response.body, response.files
     response.with_header(correlation_id=correlation_id)
-    encoded = bytes(response.encode(version=api_version, header=True, framed=True))
+    # The body was built at `api_version` (ctx.response); passing version= again would make
+    # kafka-python try to stamp it into a request header.
+    encoded = bytes(response.encode(header=True, framed=True))
     return split(encoded, files) if files else [encoded]
