@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).parent
+# Fixtures of the test harnesses (tests/harness/), usable from every tier; each starts what it needs
+# only when a test asks for it.
+pytest_plugins = ["harness.pytest_controlplane"]
 TIERS = ("unit", "compat", "spark", "k8s", "e2e")
 
 
