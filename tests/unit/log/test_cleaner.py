@@ -35,7 +35,8 @@ def test_clean_segments_removes_keys_mapped_later(make_log, clock: Clock) -> Non
     offset_map = OffsetMap(1 << 20)
     for k in (1, 3, 5, 7, 9):
         offset_map.put(b"%d" % k, 2**62)
-    offset_map.latest_offset = lg.log_end_offset - 1
+    offset_map.start = offset_map.latest_offset = 2**62  # the map covers a later (dirty) range
+    offset_map.seal()
     segs = lg.segments()[:-1]
     stats = CleanerStats()
     _cleaner(clock)._clean_group(lg, segs[:2], offset_map, clock.now, stats)
