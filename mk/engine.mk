@@ -9,3 +9,7 @@ demo-engine: venv
 
 bench-log: venv
 	$(PY) -m bench log
+
+# `make demo` runs the most complete real demonstration that exists; today that is the engine's.
+# (When the broker lands, its demo target replaces this prerequisite.)
+demo: demo-engine

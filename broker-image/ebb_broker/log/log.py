@@ -473,7 +473,9 @@ class Log:
             now = self._local.clock() if now_ms is None else now_ms
             config = self.config
             self._delete(
-                start_offset_breach(self._log_start_offset), RetentionReason.LOG_START_OFFSET_BREACH, result
+                start_offset_breach(self._log_start_offset, self.log_end_offset),
+                RetentionReason.LOG_START_OFFSET_BREACH,
+                result,
             )
             if not config.delete:
                 return result

@@ -209,6 +209,18 @@ def test_log_deletion_after_delete_records(make_log) -> None:  # type: ignore[no
     assert lg.log_end_offset == 15
 
 
+def test_delete_records_to_the_end_frees_the_active_segment(make_log) -> None:  # type: ignore[no-untyped-def]
+    """Ebb: after DeleteRecords(-1) no reader can reach the active segment, so it goes too (Kafka keeps
+    it until it rolls); the pass rolls first and leaves one empty segment at the log end."""
+    lg = make_log(segment_bytes=ONE * 100, retention_ms=-1)
+    _fill(lg, 10)
+    lg.delete_records(-1)
+    result = lg.delete_old_segments()
+    assert result.segments == 1 and lg.size_in_bytes() == 0
+    assert [s.base_offset for s in lg.segments()] == [10]
+    assert lg.append(batch(b"x")).base_offset == 10
+
+
 def test_nothing_is_deleted_while_high_watermark_is_zero(make_log, clock: Clock) -> None:  # type: ignore[no-untyped-def]
     lg = make_log(retention_ms=1)
     clock.advance(10_000)
