@@ -381,6 +381,8 @@ class Log:
                     max_position = found[0] if found is not None else None
                 got = seg.read(offset, remaining, max_position=max_position, min_one_batch=not slices)
                 if got is None:
+                    if max_position is not None:
+                        break  # the limit lies in this segment: nothing below it is left
                     continue  # a compaction gap at the end of this segment: go on to the next one
                 pos, length = got
                 slices.append(FetchSlice(seg.log_path, pos, length))

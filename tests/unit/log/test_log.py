@@ -312,3 +312,15 @@ def test_deleted_files_renamed_then_removed_after_delay(tmp_path, clock: Clock) 
     ]
     assert all(p.exists() for p in paths)
     lg.close()
+
+
+def test_read_stops_before_max_offset(make_log) -> None:  # type: ignore[no-untyped-def]
+    lg = make_log(segment_bytes=len(batch(b"a", b"b", b"c")) * 2)
+    for _ in range(4):
+        lg.append(batch(b"a", b"b", b"c"))  # batches [0,3) [3,6) | [6,9) [9,12)
+    first = lg.read(0, 1 << 20, max_offset=3).to_bytes()
+    assert read_header(first).next_offset == 3 and len(first) == read_header(first).size
+    assert lg.read(3, 1 << 20, max_offset=4).slices == []  # the batch holding 3 reaches past the limit
+    assert lg.read(3, 1 << 20, max_offset=5).slices == []
+    whole = lg.read(0, 1 << 20, max_offset=9)
+    assert sum(s.length for s in whole.slices) == 3 * read_header(first).size
