@@ -53,6 +53,15 @@ class OffsetMap:
         self.start = 0  # first mapped offset (the first dirty offset)
         self.tombstones: set[int] = set()  # mapped offsets whose record is a tombstone
         self.sorted_latest: list[int] = []  # the map's offsets, sorted: survivors of the mapped range
+        # base offset -> (record offsets, record starts) of mapped batches, so the recopy can splice a
+        # partly retained batch without walking its records again; bounded to the map's capacity
+        self.scanned: dict[int, tuple[list[int], list[int]]] = {}
+        self._scanned_records = 0
+
+    def remember(self, base_offset: int, offsets: list[int], starts: list[int]) -> None:
+        if self._scanned_records + len(offsets) <= self.capacity:
+            self.scanned[base_offset] = (offsets, starts)
+            self._scanned_records += len(offsets)
 
     def seal(self) -> None:
         """After the map pass: index the surviving offsets so whole batches are judged by bisection."""
@@ -127,7 +136,8 @@ class Cleaner:
                     break
                 if header.last_offset < start:
                     continue
-                offsets, keys, tombs = scan_keys(raw, header, null_is_tombstone)
+                starts: list[int] = []
+                offsets, keys, tombs = scan_keys(raw, header, null_is_tombstone, starts)
                 if (
                     offsets
                     and offsets[0] >= start
@@ -137,6 +147,7 @@ class Cleaner:
                 ):
                     offset_map.update(keys, offsets)  # the whole batch fits: one C-level update
                     offset_map.tombstones.update(tombs)
+                    offset_map.remember(header.base_offset, offsets, starts)
                     stats.map_records += len(keys)
                 else:
                     tomb_set = set(tombs)
@@ -253,7 +264,13 @@ class Cleaner:
                     return raw, horizon if tombs else None
                 # partly retained: copy the surviving records' bytes, no decode/re-encode
                 keep = set(om.sorted_latest[lo:hi])
-                out = splice_batch(raw, header, keep, keep_last_offset_delta=is_last or n == 0)
+                out = splice_batch(
+                    raw,
+                    header,
+                    keep,
+                    keep_last_offset_delta=is_last or n == 0,
+                    scanned=om.scanned.get(header.base_offset),
+                )
                 return out, horizon if tombs else None
         records = decode_records(raw, header)
         stats.records_read += len(records)

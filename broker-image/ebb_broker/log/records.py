@@ -517,17 +517,27 @@ def _has_tombstone_header(data: bytes, p: int) -> bool:
 _TOMBSTONE_HEADER_BYTES = TOMBSTONE_HEADER.encode()
 
 
-def splice_batch(batch: bytes, header: BatchHeader, keep: set[int], *, keep_last_offset_delta: bool) -> bytes:
+def splice_batch(
+    batch: bytes,
+    header: BatchHeader,
+    keep: set[int],
+    *,
+    keep_last_offset_delta: bool,
+    scanned: tuple[list[int], list[int]] | None = None,
+) -> bytes:
     """The batch with only the records whose offsets are in ``keep``, their bytes copied verbatim.
 
     Offset and timestamp deltas stay valid because base offset and base timestamp are unchanged; only
     count, lastOffsetDelta (unless ``keep_last_offset_delta``) and the CRC are rewritten, and a compressed
-    batch is recompressed with its codec.
+    batch is recompressed with its codec. ``scanned`` (offsets, record starts) skips the record walk.
     """
     data = batch_records_section(batch, header)
-    starts: list[int] = []
-    offsets, _keys, _tombs = scan_keys(batch, header, True, starts, data)
-    starts.append(len(data))
+    if scanned is not None:  # offsets and record starts from the map pass
+        offsets, starts = scanned[0], [*scanned[1], len(data)]
+    else:
+        starts = []
+        offsets, _keys, _tombs = scan_keys(batch, header, True, starts, data)
+        starts.append(len(data))
     kept = [i for i, o in enumerate(offsets) if o in keep]
     section = b"".join(data[starts[i] : starts[i + 1]] for i in kept)
     if header.compression:
