@@ -42,11 +42,12 @@ def target(request: pytest.FixtureRequest) -> Target:
     return Target("apache-kafka", kafka.bootstrap_servers, kafka.data_dir, has_ebb_configs=False)
 
 
-def _create_topic(target: Target, partitions: int) -> str:
+def _create_topic(target: Target, partitions: int, config: dict[str, str] | None = None) -> str:
     """A fresh topic, so tests sharing a session broker never see each other's records."""
     name = f"tools-{uuid.uuid4().hex[:10]}"
     admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
-    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(30)
+    new = NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})
+    admin.create_topics([new])[name].result(30)
     return name
 
 
@@ -127,38 +128,44 @@ def _table(text: str) -> list[dict[str, str]]:
     return [dict(zip(header, line.split(), strict=True)) for line in lines[start + 1 :]]
 
 
-def test_delete_records_with_kip107_offsets_file_prints_low_watermarks(
-    target: Target, topic: str, tmp_path: Path
+def test_delete_records_with_kip107_offsets_file_prints_low_watermarks_and_errors(
+    target: Target, tmp_path: Path
 ) -> None:
     """kafka-delete-records takes KIP-107's JSON offsets file (-1 = high watermark) and prints the new
-    low watermark of every partition; the broker's earliest offset then equals it."""
+    low watermark of every partition, which the broker's earliest offset then equals. In the same request
+    an offset above the high watermark gets OffsetOutOfRange and a compact-only topic PolicyViolation, per
+    partition, and both partitions keep every record."""
+    topic = _create_topic(target, partitions=3)
+    compacted = _create_topic(target, partitions=1, config={"cleanup.policy": "compact"})
     ts = _now_ms()
     _produce(target, topic, [(0, b"k", str(i).encode(), ts + i) for i in range(10)])
     _produce(target, topic, [(1, b"k", str(i).encode(), ts + i) for i in range(6)])
+    _produce(target, topic, [(2, b"k", str(i).encode(), ts + i) for i in range(3)])
+    _produce(target, compacted, [(0, f"k{i}".encode(), b"v", ts + i) for i in range(3)])
     offsets = tmp_path / "offsets.json"
+    entries = [(topic, 0, 4), (topic, 1, -1), (topic, 2, 100), (compacted, 0, 1)]
     offsets.write_text(
         json.dumps(
-            {
-                "version": 1,
-                "partitions": [
-                    {"topic": topic, "partition": 0, "offset": 4},
-                    {"topic": topic, "partition": 1, "offset": -1},
-                ],
-            }
+            {"version": 1, "partitions": [{"topic": t, "partition": p, "offset": o} for t, p, o in entries]}
         )
     )
     out = kafka_tool(
         "kafka-delete-records", "--bootstrap-server", target.bootstrap_servers,
         "--offset-json-file", str(offsets),
     )  # fmt: skip
-    printed = {
-        line.split()[1]: int(line.split()[-1])
-        for line in out.stdout.splitlines()
-        if line.startswith("partition: ")
-    }
-    assert printed == {f"{topic}-0": 4, f"{topic}-1": 6}, out.stdout
+    # "partition: T-P\tlow_watermark: N" or "partition: T-P\terror: <exception class>: <message>"
+    lines = [line for line in out.stdout.splitlines() if line.startswith("partition: ")]
+    printed = {line.split()[1]: line.split("\t", 1)[1] for line in lines}
+    assert printed.keys() == {f"{topic}-0", f"{topic}-1", f"{topic}-2", f"{compacted}-0"}, out.stdout
+    assert printed[f"{topic}-0"] == "low_watermark: 4"
+    assert printed[f"{topic}-1"] == "low_watermark: 6"
+    errors = "error: org.apache.kafka.common.errors."
+    assert printed[f"{topic}-2"].startswith(errors + "OffsetOutOfRangeException")
+    assert printed[f"{compacted}-0"].startswith(errors + "PolicyViolationException")
     assert _watermarks(target, topic, 0) == (4, 10)
     assert _watermarks(target, topic, 1) == (6, 6)
+    assert _watermarks(target, topic, 2) == (0, 3)
+    assert _watermarks(target, compacted, 0) == (0, 3)
 
 
 def _describe_configs(target: Target, topic: str) -> dict[str, str]:
