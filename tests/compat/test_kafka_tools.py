@@ -67,7 +67,11 @@ def _produce(target: Target, topic: str, records: list[Record], **conf: str) -> 
     errors: list[object] = []
     for partition, key, value, ts in records:
         producer.produce(
-            topic, key=key, value=value, partition=partition, timestamp=ts,
+            topic,
+            key=key,
+            value=value,
+            partition=partition,
+            timestamp=ts,
             on_delivery=lambda err, _msg: errors.append(err) if err else None,
         )
     assert producer.flush(30) == 0
