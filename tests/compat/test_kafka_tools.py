@@ -311,3 +311,45 @@ def test_dump_log_reads_topic_segments_and_consumer_offsets(target: Target, topi
     commits, _groups = dump_consumer_offsets(offsets_logs)
     mine = [(c.topic, c.partition, c.offset) for c in commits if c.group == group]
     assert mine == [(topic, 0, 4)]
+
+
+def test_consumer_groups_describe_members_and_group_metadata_on_disk(target: Target, topic: str) -> None:
+    """While a consumer is in the group, kafka-consumer-groups --describe --members shows it with its
+    client id and assigned partitions (the Java admin falls back from KIP-848's ConsumerGroupDescribe to
+    DescribeGroups); the group's metadata is stored in __consumer_offsets as Kafka's GroupMetadata record,
+    which kafka-dump-log --offsets-decoder decodes with the member's subscription and assignment."""
+    group = f"members-{uuid.uuid4().hex[:8]}"
+    client_id = f"client-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": target.bootstrap_servers,
+            "group.id": group,
+            "client.id": client_id,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while not consumer.assignment():
+            assert time.monotonic() < deadline, "the consumer never got its partitions"
+            consumer.poll(0.2)
+        out = kafka_tool(
+            "kafka-consumer-groups", "--bootstrap-server", target.bootstrap_servers,
+            "--describe", "--members", "--group", group,
+        )  # fmt: skip
+    finally:
+        consumer.close()
+    (row,) = _table(out.stdout)
+    assert (row["GROUP"], row["CLIENT-ID"], row["#PARTITIONS"]) == (group, client_id, "2")
+    assert row["CONSUMER-ID"].startswith(client_id)
+
+    commits, groups = dump_consumer_offsets(sorted(target.data_dir.glob("__consumer_offsets-*/*.log")))
+    assert [c for c in commits if c.group == group] == []  # nothing consumed, nothing committed
+    joined = [g for g in groups if g["group"] == group and g["members"]]
+    assert joined, f"no GroupMetadata with members for {group}"
+    member = joined[-1]["members"][0]
+    assert joined[-1]["protocolType"] == "consumer"
+    assert member["clientId"] == client_id
+    assert member["subscription"]["topics"] == [topic]
+    assert member["assignment"]["assignedPartitions"] == [{"topic": topic, "partitions": [0, 1]}]
