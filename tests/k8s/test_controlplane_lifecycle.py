@@ -23,7 +23,7 @@ HOLDER = """
 import json, sys, time
 from harness.controlplane import running_control_plane
 with running_control_plane() as cp:
-    print(json.dumps({"pids": [p.popen.pid for p in cp._processes], "workdir": str(cp.workdir)}), flush=True)
+    print(json.dumps({"pids": cp.pids, "workdir": str(cp.workdir)}), flush=True)
     time.sleep(600)
 """
 
@@ -46,7 +46,7 @@ def wait_gone(pids: list[int], timeout: float = 15) -> list[int]:
 
 def test_block_exit_stops_both_servers_and_deletes_the_data() -> None:
     with running_control_plane() as cp:
-        pids = [p.popen.pid for p in cp._processes]
+        pids = cp.pids
         workdir = cp.workdir
         assert all(alive(p) for p in pids)
         assert cp.kubectl("get", "namespace", "default", "-o", "name").stdout.strip() == "namespace/default"
