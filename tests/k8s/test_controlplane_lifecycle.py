@@ -13,15 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.harness.controlplane import running_control_plane
+from tests.harness.k8s_binaries import Binaries, BinariesMissing
 
-from harness.controlplane import running_control_plane
-from harness.k8s_binaries import Binaries, BinariesMissing
-
-TESTS = Path(__file__).parent.parent
+REPO = Path(__file__).parent.parent.parent
 
 HOLDER = """
 import json, sys, time
-from harness.controlplane import running_control_plane
+from tests.harness.controlplane import running_control_plane
 with running_control_plane() as cp:
     print(json.dumps({"pids": cp.pids, "workdir": str(cp.workdir)}), flush=True)
     time.sleep(600)
@@ -55,7 +54,7 @@ def test_block_exit_stops_both_servers_and_deletes_the_data() -> None:
 
 
 def test_kill_9_of_the_owner_leaves_no_server_behind() -> None:
-    env = dict(os.environ, PYTHONPATH=str(TESTS))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
     holder = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert holder.stdout is not None
