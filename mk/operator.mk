@@ -2,5 +2,5 @@
 .PHONY: crds
 
 crds: venv
-	@echo "==> generating crds/ from operator/ebb_operator/models"
-	$(PY) -m ebb_operator.crdgen --out crds
+	@echo "==> generating crds/ and the operator RBAC rules from operator/ebb_operator"
+	$(PY) -m ebb_operator.crdgen --out crds --rbac-out charts/ebb/files/operator-rules.yaml

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from ebb_operator import rbac
 from ebb_operator.models import ALL_CRDS
 from ebb_operator.models.common import GROUP, VERSION
 from ebb_operator.models.crd import CrdInfo
@@ -143,12 +144,17 @@ def write(directory: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Write Ebb's CRD manifests.")
     parser.add_argument("--out", type=Path, help="directory to write into (default: print all to stdout)")
+    parser.add_argument("--rbac-out", type=Path, help="also write the operator's RBAC rules to this file")
     args = parser.parse_args(argv)
     if args.out is None:
         sys.stdout.write("---\n".join(rendered().values()))
     else:
         for path in write(args.out):
             print(f"wrote {path}")
+    if args.rbac_out is not None:
+        args.rbac_out.parent.mkdir(parents=True, exist_ok=True)
+        args.rbac_out.write_text(rbac.rules_yaml())
+        print(f"wrote {args.rbac_out}")
     return 0
 
 

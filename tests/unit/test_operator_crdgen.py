@@ -85,3 +85,10 @@ def test_duration_pattern_in_crd_accepts_and_rejects_like_the_model() -> None:
         assert pattern.match(good)
     for bad in ("1w", "30m1h", "-5m", "5 m", "1.5h"):
         assert not pattern.match(bad)
+
+
+def test_committed_rbac_rules_are_not_stale() -> None:
+    from ebb_operator import rbac
+
+    path = CRDS.parent / "charts" / "ebb" / "files" / "operator-rules.yaml"
+    assert path.read_text() == rbac.rules_yaml(), f"{path} is stale: run `make crds`"
