@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.e2e.operator_kafka import commit, create_topic, log_start, produce, unique
+from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, produce, unique
 from tests.harness.kafka import kafka_tool
 
 from ebb_operator.kafka import EARLIEST, ClusterAdmin, ClusterConnection, TopicPartition
