@@ -96,7 +96,7 @@ async def run(options: BrokerOptions) -> None:
         lambda: (
             (topic, p, logs.get_log(topic, p))
             for topic, meta in logs.topics().items()
-            for p in meta.partitions
+            for p in range(meta.partitions)
         )
     )
 

@@ -58,7 +58,16 @@ class BrokerMetrics:
             "ebb_cleaner_bytes_reclaimed", "Bytes freed by the log cleaner", registry=r
         )
         self.records_deleted = Counter(
-            "ebb_records_deleted", "Records made unreadable, by cause", ["reason"], registry=r
+            "ebb_records_deleted",
+            "Records made unreadable by DeleteRecords (KIP-107)",
+            ["reason"],
+            registry=r,
+        )
+        self.retention_segments_deleted = Counter(
+            "ebb_retention_segments_deleted", "Segments deleted by retention, by rule", ["rule"], registry=r
+        )
+        self.retention_bytes_deleted = Counter(
+            "ebb_retention_bytes_deleted", "Bytes of segments deleted by retention", registry=r
         )
 
     def observe_request(self, api: str, seconds: float) -> None:
@@ -74,9 +83,12 @@ class BrokerMetrics:
 
     def record_retention(self, report: Any) -> None:
         """Count what one retention pass deleted, per rule (time, size, log start, KIP-68 consumed)."""
-        for reason, records in (getattr(report, "records_by_reason", None) or {}).items():
-            self.records_deleted.labels(str(reason)).inc(records)
+        for result in report.partitions.values():
+            for reason, segments in result.by_reason.items():
+                self.retention_segments_deleted.labels(reason).inc(segments)
+        self.retention_bytes_deleted.inc(report.bytes_deleted)
 
     def record_cleaner(self, report: Any) -> None:
         self.cleaner_runs.inc()
-        self.cleaner_bytes_reclaimed.inc(max(int(getattr(report, "bytes_reclaimed", 0)), 0))
+        stats = report.stats
+        self.cleaner_bytes_reclaimed.inc(max(stats.bytes_read - stats.bytes_written, 0))

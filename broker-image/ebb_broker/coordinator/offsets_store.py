@@ -40,7 +40,7 @@ class OffsetsStore:
             log.info("creating %s with %d partitions", OFFSETS_TOPIC, self.partitions)
             self.logs.create_topic(OFFSETS_TOPIC, self.partitions, dict(OFFSETS_TOPIC_CONFIG))
         else:
-            self.partitions = len(existing.partitions)
+            self.partitions = existing.partitions
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.partitions)

@@ -38,7 +38,7 @@ def unsupported_version_response(correlation_id: int) -> bytes:
     cls = _MESSAGES.response[0]
     body = cls(error_code=UnsupportedVersionError.errno, api_keys=_api_keys(cls))
     body.with_header(correlation_id=correlation_id)
-    return bytes(body.encode(version=0, header=True, framed=True))
+    return bytes(body.encode(header=True, framed=True))
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -13,7 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import InvalidPartitionsError, InvalidReplicaAssignmentError, UnknownTopicOrPartitionError
+from kafka.errors import (
+    InvalidPartitionsError,
+    InvalidReplicationAssignmentError,
+    UnknownTopicOrPartitionError,
+)
 
 from ebb_broker.log.errors import LogError
 from ebb_broker.protocol.context import Broker, RequestContext
@@ -27,12 +31,12 @@ def _grow(broker: Broker, t: Any, validate_only: bool) -> tuple[int, str | None]
     meta = broker.logs.topics().get(t.name)
     if meta is None:
         return UnknownTopicOrPartitionError.errno, f"topic {t.name!r} does not exist"
-    current = len(meta.partitions)
+    current = meta.partitions
     if t.count <= current:
         return InvalidPartitionsError.errno, f"topic {t.name!r} has {current} partitions; asked for {t.count}"
     me = broker.identity.node_id
     if t.assignments and any(list(a.broker_ids) != [me] for a in t.assignments):
-        return InvalidReplicaAssignmentError.errno, f"replicas must be exactly [{me}]"
+        return InvalidReplicationAssignmentError.errno, f"replicas must be exactly [{me}]"
     if validate_only:
         return 0, None
     try:

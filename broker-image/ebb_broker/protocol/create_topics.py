@@ -18,7 +18,7 @@ from typing import Any
 
 from kafka.errors import (
     InvalidPartitionsError,
-    InvalidReplicaAssignmentError,
+    InvalidReplicationAssignmentError,
     InvalidReplicationFactorError,
     InvalidTopicError,
     TopicAlreadyExistsError,
@@ -45,7 +45,7 @@ def _create(broker: Broker, t: Any, validate_only: bool) -> tuple[int, str | Non
     me = broker.identity.node_id
     if t.assignments:
         if any(list(a.broker_ids) != [me] for a in t.assignments):
-            return InvalidReplicaAssignmentError.errno, f"replicas must be exactly [{me}]", -1
+            return InvalidReplicationAssignmentError.errno, f"replicas must be exactly [{me}]", -1
         partitions = len(t.assignments)
     else:
         partitions = broker.config.num_partitions if t.num_partitions == -1 else t.num_partitions

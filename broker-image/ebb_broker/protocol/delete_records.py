@@ -23,6 +23,7 @@ from ebb_broker.log.errors import LogError
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
+from ebb_broker.protocol.topics import has_partition
 
 API_KEY = 21
 
@@ -38,7 +39,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         parts = []
         for p in t.partitions:
             err, low = 0, -1
-            if t.name not in topics or p.partition_index not in topics[t.name].partitions:
+            if not has_partition(topics, t.name, p.partition_index):
                 err = UnknownTopicOrPartitionError.errno
             elif p.offset < -1:
                 err = OffsetOutOfRangeError.errno

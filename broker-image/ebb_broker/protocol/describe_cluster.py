@@ -16,7 +16,7 @@ from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 
 API_KEY = 60
-_NOT_REQUESTED = -(2**31)
+_NOT_REQUESTED = None  # the codec writes None as -2147483648: "not requested" (no ACLs)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
+from ebb_broker.protocol.topics import has_partition
 
 API_KEY = 35
 
@@ -29,12 +30,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     T = R.DescribeLogDirsTopic
     P = T.DescribeLogDirsPartition
     if request.topics is None:
-        wanted = {name: sorted(meta.partitions) for name, meta in all_topics.items()}
+        wanted = {name: list(range(meta.partitions)) for name, meta in all_topics.items()}
     else:
         wanted = {
-            t.topic: [
-                p for p in t.partitions if t.topic in all_topics and p in all_topics[t.topic].partitions
-            ]
+            t.topic: [p for p in t.partitions if has_partition(all_topics, t.topic, p)]
             for t in request.topics
         }
     topics = [

@@ -6,6 +6,7 @@ Behaviour:
   batch even if it is larger (KIP-74), so a consumer never stalls on a large batch.
 - A fetch below the log start offset, or above the log end offset, gets OFFSET_OUT_OF_RANGE;
   every partition carries log_start_offset (KIP-107) so consumers see the low watermark move.
+- Record bytes go from the segment files to the socket with os.sendfile (zero_copy.py).
 - Long poll: when fewer than min_bytes are available the response waits for a produce or
   max_wait_ms, whichever comes first.
 - Sessions (KIP-227) are not created: session id 0 in the response tells the client to keep
@@ -21,7 +22,6 @@ Version notes:
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -31,11 +31,13 @@ from ebb_broker.log.errors import LogError
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
+from ebb_broker.protocol.topics import has_partition
+from ebb_broker.protocol.zero_copy import FileRecords, ZeroCopyResponse
 
 API_KEY = 1
 
 
-def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int]:
+def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int, list[FileRecords]]:
     broker = ctx.broker
     cls = ctx.response_class
     T = cls.FetchableTopicResponse
@@ -44,11 +46,12 @@ def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int]:
     budget = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
     total = 0
     responses = []
+    files: list[FileRecords] = []
     for t in request.topics:
         parts = []
         for p in t.partitions:
-            err, hw, start, records = 0, -1, -1, b""
-            if t.topic not in topics or p.partition not in topics[t.topic].partitions:
+            err, hw, start, records, size = 0, -1, -1, b"", 0
+            if not has_partition(topics, t.topic, p.partition):
                 err = UnknownTopicOrPartitionError.errno
             else:
                 plog = broker.logs.get_log(t.topic, p.partition)
@@ -56,15 +59,18 @@ def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int]:
                     limit = min(p.partition_max_bytes, budget) if total else p.partition_max_bytes
                     if limit > 0:
                         result = plog.read(p.fetch_offset, limit)
-                        records = result.to_bytes()
                         hw, start = result.high_watermark, result.log_start_offset
+                        if result.slices:
+                            fr = FileRecords(list(result.slices))
+                            files.append(fr)
+                            records, size = fr.placeholder(), fr.length
                     else:
                         hw, start = plog.high_watermark, plog.log_start_offset
                 except LogError as exc:
                     err = error_code(exc)
                     hw, start = plog.high_watermark, plog.log_start_offset
-            total += len(records)
-            budget = max(budget - len(records), 0)
+            total += size
+            budget = max(budget - size, 0)
             parts.append(
                 P(
                     partition_index=p.partition,
@@ -78,20 +84,22 @@ def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int]:
                 )
             )
         responses.append(T(topic=t.topic, partitions=parts))
-    return responses, total
+    return responses, total, files
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
     while True:
-        responses, total = _read_all(ctx, request)
+        responses, total, files = _read_all(ctx, request)
         errors = any(p.error_code for t in responses for p in t.partitions)
         remaining = deadline - time.monotonic()
         if total >= request.min_bytes or errors or remaining <= 0:
             break
+        for fr in files:
+            fr.close()
         await ctx.broker.appended.wait(remaining)
-        await asyncio.sleep(0)
-    return ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=responses)
+    body = ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=responses)
+    return ZeroCopyResponse(body, files) if files else body
 
 
 register(API_KEY, 4, 12, handle)

@@ -26,7 +26,7 @@ from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import ensure_topic
 
 API_KEY = 3
-_NOT_REQUESTED = -(2**31)
+_NOT_REQUESTED = None  # the codec writes None as -2147483648: "not requested" (no ACLs)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -61,13 +61,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     isr_nodes=[me.node_id],
                     offline_replicas=[],
                 )
-                for p in sorted(meta.partitions)
+                for p in range(meta.partitions)
             ]
         )
         topics.append(
             T(
                 error_code=err,
                 name=name,
+                topic_id=meta.topic_id if meta is not None and not err else None,
                 is_internal=name == OFFSETS_TOPIC,
                 partitions=parts,
                 authorized_operations=_NOT_REQUESTED,

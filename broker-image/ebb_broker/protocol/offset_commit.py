@@ -23,6 +23,7 @@ from kafka.errors import OffsetMetadataTooLargeError, UnknownTopicOrPartitionErr
 from ebb_broker.coordinator.group_coordinator import CommittedOffset
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
+from ebb_broker.protocol.topics import has_partition
 
 API_KEY = 8
 MAX_METADATA_BYTES = 4096
@@ -41,13 +42,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     commits: dict[tuple[str, int], CommittedOffset] = {}
     errors: dict[tuple[str, int], int] = {}
     for t in request.topics:
-        known = topics.get(t.name)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             metadata = p.committed_metadata or ""
             if group_error:
                 errors[tp] = group_error
-            elif known is None or p.partition_index not in known.partitions:
+            elif not has_partition(topics, t.name, p.partition_index):
                 errors[tp] = UnknownTopicOrPartitionError.errno
             elif len(metadata.encode()) > MAX_METADATA_BYTES:
                 errors[tp] = OffsetMetadataTooLargeError.errno

@@ -26,6 +26,7 @@ from ebb_broker.log.errors import LogError
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
+from ebb_broker.protocol.topics import has_partition
 
 API_KEY = 0
 FIRST_SERVED_VERSION = 3
@@ -50,7 +51,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             err, msg, base, append_time, start = 0, None, -1, -1, -1
             if refuse is not None:
                 err, msg = refuse
-            elif t.name not in topics or p.index not in topics[t.name].partitions:
+            elif not has_partition(topics, t.name, p.index):
                 err = UnknownTopicOrPartitionError.errno
             else:
                 try:

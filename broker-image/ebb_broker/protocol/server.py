@@ -19,6 +19,14 @@ from typing import Any
 from ebb_broker.protocol import api_versions
 from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.registry import lookup
+from ebb_broker.protocol.zero_copy import (
+    FileRecords,
+    Part,
+    ZeroCopyResponse,
+    part_length,
+    split,
+    write_parts,
+)
 
 log = logging.getLogger(__name__)
 
@@ -94,10 +102,8 @@ class KafkaServer:
                     log.warning("closing connection from %s: %s", peer, exc)
                     return
                 if out is not None:
-                    metrics.bytes_out.inc(
-                        sum(len(p) if isinstance(p, bytes | bytearray) else p.length for p in out)
-                    )
-                    await self._write(writer, out)
+                    metrics.bytes_out.inc(sum(part_length(p) for p in out))
+                    await write_parts(writer, out)
         except asyncio.CancelledError:
             pass
         except ConnectionError:
@@ -109,16 +115,7 @@ class KafkaServer:
                 await writer.wait_closed()
             self._connections.discard(task)
 
-    async def _write(self, writer: asyncio.StreamWriter, parts: list[Any]) -> None:
-        """Write encoded bytes and file slices in order (slices are read from the segment files)."""
-        for part in parts:
-            if isinstance(part, bytes | bytearray):
-                writer.write(part)
-            else:
-                writer.write(part.read())
-        await writer.drain()
-
-    async def _dispatch(self, frame: bytes, client_host: str) -> list[Any] | None:
+    async def _dispatch(self, frame: bytes, client_host: str) -> list[Part] | None:
         api_key, api_version, correlation_id = _HEADER.unpack_from(frame)
         spec = lookup(api_key)
         if api_key == api_versions.API_KEY and (
@@ -158,10 +155,20 @@ class KafkaServer:
             self.broker.metrics.observe_request(spec.name, time.perf_counter() - started)
         if response is None:
             return None
-        return encode_response(response, api_version, correlation_id)
+        try:
+            return encode_response(response, api_version, correlation_id)
+        except Exception as exc:
+            log.exception("%s v%d response could not be encoded", spec.name, api_version)
+            raise BadFrameError(f"{spec.name} response encoding failed: {exc!r}") from exc
 
 
-def encode_response(response: Any, api_version: int, correlation_id: int) -> list[Any]:
+def encode_response(response: Any, api_version: int, correlation_id: int) -> list[Part]:
     """Frame a response body with its header (header v1 for flexible versions, v0 otherwise)."""
+    files: list[FileRecords] = []
+    if isinstance(response, ZeroCopyResponse):
+        response, files = response.body, response.files
     response.with_header(correlation_id=correlation_id)
-    return [bytes(response.encode(version=api_version, header=True, framed=True))]
+    # The body was built at `api_version` (ctx.response); passing version= again would make
+    # kafka-python try to stamp it into a request header.
+    encoded = bytes(response.encode(header=True, framed=True))
+    return split(encoded, files) if files else [encoded]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from kafka.errors import InvalidTopicError, UnknownTopicOrPartitionError
 
@@ -30,9 +32,10 @@ def invalid_topic_reason(name: str | None) -> str | None:
     return None
 
 
-def partition_count(broker: Broker, topic: str) -> int | None:
-    meta = broker.logs.topics().get(topic)
-    return None if meta is None else len(meta.partitions)
+def has_partition(topics: Mapping[str, Any], topic: str, partition: int) -> bool:
+    """Whether `topic` exists (in a LogManager.topics() snapshot) with this partition."""
+    meta = topics.get(topic)
+    return meta is not None and 0 <= partition < meta.partitions
 
 
 def ensure_topic(broker: Broker, topic: str, *, allow_auto_create: bool) -> int:
