@@ -187,3 +187,28 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
             assert entries["cleanup.policy"].value == "compact"
             assert entries["min.compaction.lag.ms"].value == str(10 * 60 * 1000)
             assert entries["max.compaction.lag.ms"].value == str(24 * 3600 * 1000)
+
+
+def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPlane) -> None:
+    """Cluster-wide: one ClusterRole with exactly ebb_operator.rbac.RULES. Namespaced: per namespace a
+    Role with the namespaced rules, and a ClusterRole with only the cluster-scoped one (CRDs)."""
+    from ebb_operator import rbac
+
+    def render(*options: str) -> list[dict[str, Any]]:
+        out = control_plane.helm("template", "ebb", str(CHART), "--namespace", "ebb", *options).stdout
+        return [d for d in yaml.safe_load_all(out) if d]
+
+    (cluster_role,) = [d for d in render() if d["kind"] == "ClusterRole"]
+    assert cluster_role["rules"] == rbac.RULES
+
+    docs = render("--set", "operator.watchNamespaces={team-a,team-b}", "--set", "crds.enabled=false")
+    (cluster_role,) = [d for d in docs if d["kind"] == "ClusterRole"]
+    roles = {d["metadata"]["namespace"]: d["rules"] for d in docs if d["kind"] == "Role"}
+    assert sorted(roles) == ["team-a", "team-b"]
+    assert [r["apiGroups"] for r in cluster_role["rules"]] == [["apiextensions.k8s.io"]]
+    split = roles["team-a"] + cluster_role["rules"]
+    assert sorted(map(repr, split)) == sorted(map(repr, rbac.RULES))
+    assert "CustomResourceDefinition" not in kinds(yaml.safe_dump_all(docs))
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--namespace=team-a" in args and "--namespace=team-b" in args
