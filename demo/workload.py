@@ -12,6 +12,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 RECORD_BYTES = 512
+# librdkafka: warnings and errors only (its info lines when a client closes are noise in the demo).
+_QUIET = {"log_level": 4}
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ class GroupPosition:
 
 
 def create_topics(bootstrap: str, topics: dict[str, int], configs: dict[str, str]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **_QUIET})
     futures = admin.create_topics(
         [NewTopic(name, num_partitions=n, replication_factor=1, config=configs) for name, n in topics.items()]
     )
@@ -108,7 +110,7 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
 def topic_configs(bootstrap: str, topic: str, keys: tuple[str, ...]) -> dict[str, str]:
     from confluent_kafka.admin import ConfigResource
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **_QUIET})
     (future,) = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)]).values()
     entries = future.result(timeout=30)
     return {k: entries[k].value for k in keys if k in entries}
