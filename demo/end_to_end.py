@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from tests.harness.controlplane import ControlPlane, running_control_plane
+from tests.harness.ebb_broker import EbbBroker
+from tests.harness.operator_process import running_operator
 
 from demo import workload
-from harness.controlplane import ControlPlane, running_control_plane
-from harness.ebb_broker import EbbBroker
-from harness.operator_process import running_operator
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "ebb"

@@ -7,4 +7,4 @@
 
 demo: venv harness-k8s
 	@echo "==> Ebb demo: control plane, chart, ebb-broker, operator, workload, examples (Ctrl-C stops it)"
-	@PYTHONPATH=tests:. $(PY) -m demo.end_to_end $(DEMO_ARGS)
+	@$(PY) -m demo.end_to_end $(DEMO_ARGS)

@@ -9,6 +9,7 @@ confluent-kafka (librdkafka) for the setup steps that are not the tool under tes
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 import uuid
 from dataclasses import dataclass
@@ -32,10 +33,13 @@ class Target:
     has_ebb_configs: bool
 
 
-@pytest.fixture(params=["apache-kafka"])
+@pytest.fixture(params=["ebb-broker", "apache-kafka"])
 def target(request: pytest.FixtureRequest) -> Target:
-    broker = request.getfixturevalue("apache_kafka_broker")
-    return Target("apache-kafka", broker.bootstrap_servers, broker.data_dir, has_ebb_configs=False)
+    if request.param == "ebb-broker":
+        ebb = request.getfixturevalue("broker")  # the compat tier's shared ebb-broker (compat/conftest.py)
+        return Target("ebb-broker", ebb.bootstrap, ebb.data_dir, has_ebb_configs=True)
+    kafka = request.getfixturevalue("apache_kafka_broker")
+    return Target("apache-kafka", kafka.bootstrap_servers, kafka.data_dir, has_ebb_configs=False)
 
 
 def _create_topic(target: Target, partitions: int) -> str:
@@ -202,21 +206,26 @@ def test_configs_alter_and_describe_round_trip(target: Target, topic: str) -> No
     assert entries["cleanup.policy"].value == "compact,delete"
 
 
-def test_configs_unknown_to_the_broker_are_refused(target: Target, topic: str) -> None:
-    """A broker without Ebb's configs refuses them by name and keeps the topic unchanged (the operator
-    reports such a cluster as Unsupported rather than pretending)."""
-    if target.has_ebb_configs:
-        wanted, expect_ok = EBB_CONFIGS, True
-    else:
-        wanted, expect_ok = {"retention.commitoffset.ms": "600000"}, False
-    out = kafka_tool(
+def _alter(target: Target, topic: str, configs: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return kafka_tool(
         "kafka-configs", "--bootstrap-server", target.bootstrap_servers, "--alter",
-        "--entity-type", "topics", "--entity-name", topic, "--add-config", _add_config_arg(wanted),
+        "--entity-type", "topics", "--entity-name", topic, "--add-config", _add_config_arg(configs),
         check=False,
     )  # fmt: skip
-    if expect_ok:
+
+
+def test_ebb_configs_are_set_on_ebb_and_refused_by_name_elsewhere(target: Target, topic: str) -> None:
+    """Ebb's own topic configs are set through kafka-configs like any other; a broker without them (Apache
+    Kafka) refuses them by name and keeps the topic unchanged, which is why the operator reports such a
+    cluster as Unsupported. A misspelt config is refused by both, naming it, and changes nothing."""
+    typo = _alter(target, topic, {"retention.commitofset.ms": "600000"})
+    assert typo.returncode != 0
+    assert "retention.commitofset.ms" in typo.stderr + typo.stdout
+
+    out = _alter(target, topic, EBB_CONFIGS)
+    if target.has_ebb_configs:
         assert out.returncode == 0, out.stderr
-        assert _describe_configs(target, topic) == wanted
+        assert _describe_configs(target, topic) == EBB_CONFIGS
     else:
         assert out.returncode != 0
         assert "Unknown topic config name: retention.commitoffset.ms" in out.stderr + out.stdout

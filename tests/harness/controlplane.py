@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from harness.child_process import die_with_parent
-from harness.k8s_binaries import Binaries
-from harness.k8s_pki import Pki, make_pki
-from harness.kubeconfig import write_kubeconfig
+from tests.harness.child_process import die_with_parent
+from tests.harness.k8s_binaries import Binaries
+from tests.harness.k8s_pki import Pki, make_pki
+from tests.harness.kubeconfig import write_kubeconfig
 
 ADMIN_USER = "ebb-admin"
 ADMIN_GROUP = "system:masters"

@@ -181,7 +181,7 @@ class Cleaner:
                 if any(s.base_offset not in current for s in group):
                     raise RuntimeError("segments changed while cleaning")
                 lg.local.replace_segments(cleaned, group, after_stage=self.after_stage)
-        except BaseException:
+        except Exception:  # a failed cleaning leaves no output; a crash (BaseException) leaves it to recovery
             if cleaned.temp == files.CLEANED:
                 cleaned.delete()
             raise
