@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+# Harness fixtures any tier may use (session-scoped, started on first use).
+pytest_plugins = ("tests.harness.kafka_fixtures",)
+
 TESTS = Path(__file__).parent
 TIERS = ("unit", "compat", "spark", "k8s", "e2e")
 

@@ -1,0 +1,259 @@
+"""Apache Kafka's own Java CLI tools against a running broker, as an operator would use them.
+
+Every test runs against each target a user may point the tools at. Apache Kafka itself is always a target:
+it proves the harness and these expectations against the reference implementation, and it is the second
+target the operator manages. Java tools start a JVM each, so every test keeps its invocations few and uses
+confluent-kafka (librdkafka) for the setup steps that are not the tool under test.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from tests.harness.dump_log import dump_consumer_offsets, dump_log
+from tests.harness.kafka import kafka_tool
+
+
+@dataclass(frozen=True)
+class Target:
+    """A broker the tools talk to: where it listens, where its partitions live, which configs it knows."""
+
+    name: str
+    bootstrap_servers: str
+    data_dir: Path
+    # Ebb's own topic configs (KIP-68 retention.commitoffset.ms, KIP-87 tombstone.null.value.enable).
+    has_ebb_configs: bool
+
+
+@pytest.fixture(params=["apache-kafka"])
+def target(request: pytest.FixtureRequest) -> Target:
+    broker = request.getfixturevalue("apache_kafka_broker")
+    return Target("apache-kafka", broker.bootstrap_servers, broker.data_dir, has_ebb_configs=False)
+
+
+def _create_topic(target: Target, partitions: int) -> str:
+    """A fresh topic, so tests sharing a session broker never see each other's records."""
+    name = f"tools-{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
+    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(30)
+    return name
+
+
+@pytest.fixture
+def topic(target: Target) -> str:
+    return _create_topic(target, partitions=2)
+
+
+Record = tuple[int, bytes | None, bytes | None, int]  # partition, key, value, timestamp
+
+
+def _produce(target: Target, topic: str, records: list[Record], **conf: str) -> None:
+    """Produce (partition, key, value, timestamp) records with acks=all and wait for every ack."""
+    producer = Producer({"bootstrap.servers": target.bootstrap_servers, "linger.ms": 0, **conf})
+    errors: list[object] = []
+    for partition, key, value, ts in records:
+        producer.produce(
+            topic, key=key, value=value, partition=partition, timestamp=ts,
+            on_delivery=lambda err, _msg: errors.append(err) if err else None,
+        )
+    assert producer.flush(30) == 0
+    assert errors == []
+
+
+def _now_ms() -> int:
+    """Record timestamps near now: older ones would fall to the brokers' time retention (7 days) at once."""
+    return int(time.time() * 1000)
+
+
+def _watermarks(target: Target, topic: str, partition: int) -> tuple[int, int]:
+    consumer = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": f"wm-{uuid.uuid4().hex}"})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+        return int(low), int(high)
+    finally:
+        consumer.close()
+
+
+def test_console_producer_and_consumer_round_trip_then_group_lag(target: Target) -> None:
+    """Lines typed into kafka-console-producer come out of kafka-console-consumer unchanged and in order,
+    and kafka-consumer-groups --describe then shows the group's committed offset and its lag."""
+    topic = _create_topic(target, partitions=1)  # one partition: consumed order is produced order
+    group = f"console-{uuid.uuid4().hex[:8]}"
+    lines = ["k1\tfirst value", "k2\tsecond, with ünïcode", 'k3\t{"json": true}']
+    kafka_tool(
+        "kafka-console-producer", "--bootstrap-server", target.bootstrap_servers, "--topic", topic,
+        "--reader-property", "parse.key=true",
+        input="\n".join(lines) + "\n",
+    )  # fmt: skip
+    out = kafka_tool(
+        "kafka-console-consumer", "--bootstrap-server", target.bootstrap_servers, "--topic", topic,
+        "--group", group, "--from-beginning", "--max-messages", "3", "--timeout-ms", "30000",
+        "--formatter-property", "print.key=true",
+    )  # fmt: skip
+    assert out.stdout.splitlines() == lines
+
+    # Two more records the group has not read: its lag becomes 2.
+    now = _now_ms()
+    _produce(target, topic, [(0, b"k4", b"v4", now), (0, b"k5", b"v5", now + 1)])
+    described = kafka_tool(
+        "kafka-consumer-groups", "--bootstrap-server", target.bootstrap_servers,
+        "--describe", "--group", group,
+    )  # fmt: skip
+    rows = _table(described.stdout)
+    assert [(r["GROUP"], r["TOPIC"], r["PARTITION"], r["CURRENT-OFFSET"], r["LOG-END-OFFSET"], r["LAG"])
+            for r in rows] == [(group, topic, "0", "3", "5", "2")]  # fmt: skip
+
+
+def _table(text: str) -> list[dict[str, str]]:
+    """The whitespace-aligned table kafka-consumer-groups prints (header line starting with GROUP)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    start = next(i for i, line in enumerate(lines) if line.startswith("GROUP"))
+    header = lines[start].split()
+    return [dict(zip(header, line.split(), strict=True)) for line in lines[start + 1 :]]
+
+
+def test_delete_records_with_kip107_offsets_file_prints_low_watermarks(
+    target: Target, topic: str, tmp_path: Path
+) -> None:
+    """kafka-delete-records takes KIP-107's JSON offsets file (-1 = high watermark) and prints the new
+    low watermark of every partition; the broker's earliest offset then equals it."""
+    ts = _now_ms()
+    _produce(target, topic, [(0, b"k", str(i).encode(), ts + i) for i in range(10)])
+    _produce(target, topic, [(1, b"k", str(i).encode(), ts + i) for i in range(6)])
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {"topic": topic, "partition": 0, "offset": 4},
+                    {"topic": topic, "partition": 1, "offset": -1},
+                ],
+            }
+        )
+    )
+    out = kafka_tool(
+        "kafka-delete-records", "--bootstrap-server", target.bootstrap_servers,
+        "--offset-json-file", str(offsets),
+    )  # fmt: skip
+    printed = {
+        line.split()[1]: int(line.split()[-1])
+        for line in out.stdout.splitlines()
+        if line.startswith("partition: ")
+    }
+    assert printed == {f"{topic}-0": 4, f"{topic}-1": 6}, out.stdout
+    assert _watermarks(target, topic, 0) == (4, 10)
+    assert _watermarks(target, topic, 1) == (6, 6)
+
+
+def _describe_configs(target: Target, topic: str) -> dict[str, str]:
+    """`kafka-configs --describe` of a topic's dynamic configs, as {name: value}."""
+    out = kafka_tool(
+        "kafka-configs", "--bootstrap-server", target.bootstrap_servers,
+        "--describe", "--entity-type", "topics", "--entity-name", topic,
+    )  # fmt: skip
+    configs: dict[str, str] = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("  ") and " sensitive=" in line:
+            name, value = line.strip().split(" sensitive=")[0].split("=", 1)
+            configs[name] = value
+    return configs
+
+
+KAFKA_CONFIGS = {
+    "retention.ms": "3600000",
+    "cleanup.policy": "compact,delete",
+    "min.compaction.lag.ms": "1000",
+    "delete.retention.ms": "60000",
+}
+EBB_CONFIGS = {"retention.commitoffset.ms": "600000", "tombstone.null.value.enable": "false"}
+
+
+def _add_config_arg(configs: dict[str, str]) -> str:
+    # kafka-configs separates pairs with commas, so a list value goes in square brackets.
+    return ",".join(f"{k}=[{v}]" if "," in v else f"{k}={v}" for k, v in configs.items())
+
+
+def test_configs_alter_and_describe_round_trip(target: Target, topic: str) -> None:
+    """kafka-configs --alter sets topic configs (Ebb's own ones where the broker has them), --describe
+    shows exactly those, and --delete-config removes one again."""
+    wanted = {**KAFKA_CONFIGS, **(EBB_CONFIGS if target.has_ebb_configs else {})}
+    kafka_tool(
+        "kafka-configs", "--bootstrap-server", target.bootstrap_servers, "--alter",
+        "--entity-type", "topics", "--entity-name", topic, "--add-config", _add_config_arg(wanted),
+    )  # fmt: skip
+    assert _describe_configs(target, topic) == wanted
+
+    kafka_tool(
+        "kafka-configs", "--bootstrap-server", target.bootstrap_servers, "--alter",
+        "--entity-type", "topics", "--entity-name", topic, "--delete-config", "retention.ms",
+    )  # fmt: skip
+    admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    entries = admin.describe_configs([resource])[resource].result(30)
+    assert entries["retention.ms"].is_default
+    assert entries["cleanup.policy"].value == "compact,delete"
+
+
+def test_configs_unknown_to_the_broker_are_refused(target: Target, topic: str) -> None:
+    """A broker without Ebb's configs refuses them by name and keeps the topic unchanged (the operator
+    reports such a cluster as Unsupported rather than pretending)."""
+    if target.has_ebb_configs:
+        wanted, expect_ok = EBB_CONFIGS, True
+    else:
+        wanted, expect_ok = {"retention.commitoffset.ms": "600000"}, False
+    out = kafka_tool(
+        "kafka-configs", "--bootstrap-server", target.bootstrap_servers, "--alter",
+        "--entity-type", "topics", "--entity-name", topic, "--add-config", _add_config_arg(wanted),
+        check=False,
+    )  # fmt: skip
+    if expect_ok:
+        assert out.returncode == 0, out.stderr
+        assert _describe_configs(target, topic) == wanted
+    else:
+        assert out.returncode != 0
+        assert "Unknown topic config name: retention.commitoffset.ms" in out.stderr + out.stdout
+        assert _describe_configs(target, topic) == {}
+
+
+def test_dump_log_reads_topic_segments_and_consumer_offsets(target: Target, topic: str) -> None:
+    """kafka-dump-log --deep-iteration shows the broker's segment records exactly as produced (offsets,
+    keys, values incl. nulls, timestamps, per-codec batches), and --offsets-decoder finds a group's commit
+    in __consumer_offsets."""
+    ts = _now_ms()
+    plain = [(0, b"a", b"1", ts), (0, None, b"no key", ts + 1), (0, b"tomb", None, ts + 2)]
+    zstd = [(0, b"z", b"compressed " * 20, ts + 3), (0, b"y", b"again", ts + 4)]
+    _produce(target, topic, plain)
+    _produce(target, topic, zstd, **{"compression.type": "zstd"})
+
+    group = f"dump-{uuid.uuid4().hex[:8]}"
+    consumer = Consumer(
+        {"bootstrap.servers": target.bootstrap_servers, "group.id": group, "enable.auto.commit": False}
+    )
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 4)], asynchronous=False)
+    finally:
+        consumer.close()
+
+    segments = dump_log(sorted((target.data_dir / f"{topic}-0").glob("*.log")))
+    records = [(r.offset, r.key, r.value, r.timestamp) for s in segments for r in s.records]
+    expected = [
+        (i, k.decode() if k is not None else None, v.decode() if v is not None else None, t)
+        for i, (_, k, v, t) in enumerate(plain + zstd)
+    ]
+    assert records == expected
+    batches = [b for s in segments for b in s.batches]
+    assert all(b.crc_valid for b in batches)
+    assert {b.codec for b in batches} == {"none", "zstd"}
+
+    offsets_logs = sorted(target.data_dir.glob("__consumer_offsets-*/*.log"))
+    commits, _groups = dump_consumer_offsets(offsets_logs)
+    mine = [(c.topic, c.partition, c.offset) for c in commits if c.group == group]
+    assert mine == [(topic, 0, 4)]
