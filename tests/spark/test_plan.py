@@ -16,6 +16,7 @@ from pyspark.sql import Row, SparkSession
 
 from ebb_operator.analysis import plan as P
 from ebb_operator.analysis.policy import AnalysisPolicy
+from ebb_operator.models.plan import HoldReason
 
 NOW = 1_800_000_000_000
 HOUR = 3_600_000
@@ -82,16 +83,16 @@ def test_cut_is_min_of_counted_commits_and_retention_offset(spark: SparkSession)
     )
     p0, p1 = plan["orders", 0], plan["orders", 1]
     # p0: group a has read only up to 50, so nothing at or above 50 may go; a is named as the holder.
-    assert (p0.status, p0.delete_before, p0.records, p0.reason) == (
+    assert (p0.status, p0.delete_before, p0.records, p0.limited_by) == (
         P.DELETABLE,
         50,
         50,
         P.LIMITED_BY_CONSUMERS,
     )
-    assert p0.blocking_groups == ["a"]
+    assert (p0.reason, p0.blocking_groups) == (None, ["a"])
     assert p0.bytes == 5_000  # 10 000 bytes over 100 readable offsets, 50 of them go
     # p1: both groups are past 80, but records from offset 80 on are younger than consumedRetention.
-    assert (p1.status, p1.delete_before, p1.records, p1.reason) == (
+    assert (p1.status, p1.delete_before, p1.records, p1.limited_by) == (
         P.DELETABLE,
         80,
         80,
@@ -119,7 +120,13 @@ def test_cut_never_exceeds_high_watermark(spark: SparkSession) -> None:
 def test_cut_at_or_below_log_start_deletes_nothing(spark: SparkSession) -> None:
     plan = run(spark, offsets=[commit("a", "orders", 0, 30)], partitions=[part("orders", 0, log_start=30)])
     r = plan["orders", 0]
-    assert (r.status, r.delete_before, r.records, r.bytes) == (P.UP_TO_DATE, None, 0, 0)
+    assert (r.status, r.reason, r.delete_before, r.records, r.bytes) == (
+        P.UP_TO_DATE,
+        P.NOTHING_TO_DELETE,
+        None,
+        0,
+        0,
+    )
     assert r.blocking_groups == ["a"]
 
 
@@ -325,7 +332,7 @@ def test_group_lookup_error_holds_every_matched_topic(spark: SparkSession) -> No
         ],
     )
     r = plan["orders", 0]
-    assert (r.status, r.reason, r.blocking_groups) == (P.HELD, P.GROUP_LOOKUP_FAILED, ["mystery"])
+    assert (r.status, r.reason, r.blocking_groups) == (P.HELD, P.LOOKUP_FAILED, ["mystery"])
 
 
 def test_topic_nobody_counted_reads_is_held(spark: SparkSession) -> None:
@@ -353,9 +360,12 @@ def test_summary_lists_deletes_and_names_holders(spark: SparkSession) -> None:
         policy(),
         NOW,
     )
-    s = P.summarize(df)
-    assert (s.topics, s.partitions, s.deletable_partitions, s.held_partitions) == (1, 2, 1, 1)
+    result = P.summarize(df)
+    s = result.summary
+    assert (s.topics, s.partitions, s.held_partitions) == (1, 2, 1)
     assert (s.deletable_records, s.reclaimable_bytes) == (50, 5_000)
-    assert s.deletes == [{"topic": "orders", "partition": 0, "offset": 50}]
-    held = s.to_json()["perTopic"][0]["held"]
-    assert held == [{"partition": 1, "reason": P.NO_COMMITTED_OFFSET, "blockingGroups": ["a", "b"]}]
+    assert [(d.topic, d.partition, d.offset) for d in result.deletes] == [("orders", 0, 50)]
+    (topic,) = result.topics
+    assert [(h.partition, h.reason, h.blocking_groups) for h in topic.held] == [
+        (1, HoldReason.NO_COMMIT, ["a", "b"])
+    ]

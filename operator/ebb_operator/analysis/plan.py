@@ -15,13 +15,15 @@ Inputs (DataFrames; `snapshot.py` and `offsets_source.py` produce them):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ebb_operator.analysis.policy import AnalysisPolicy
+from ebb_operator.models.delete_records import PartitionOffset
+from ebb_operator.models.plan import HeldPartition, HoldReason, PartitionPlan, PlanSummary, TopicPlan
 
 # Partition status.
 DELETABLE = "Deletable"  # records below delete_before can go: in the DeleteRecords object
@@ -29,17 +31,20 @@ UP_TO_DATE = "UpToDate"  # nothing to delete now (the cut is at or below the log
 HELD = "Held"  # a safety rule holds the partition; `reason` and `blocking_groups` say which
 NOT_DELETABLE = "NotDeletable"  # cleanup.policy lacks delete: reported, never attempted (POLICY_VIOLATION)
 
-# Reasons (CamelCase, as condition reasons). For UpToDate/Deletable the reason names what limits the cut.
-LOOKUP_FAILED = "LookupFailed"  # KIP-68: any offset lookup failure skips the partition
-GROUP_LOOKUP_FAILED = "GroupLookupFailed"  # a counted group could not be described: its topics are unknown
-CLEANUP_POLICY_COMPACT = "CleanupPolicyWithoutDelete"
-READ_BY_EXCLUDED_GROUP = "ReadByGroupOutsideInclude"  # `exclusive`, as KIP-762 refuses shared topics
-REQUIRED_GROUP_NOT_COMMITTED = "RequiredGroupNotCommitted"
-NO_COMMITTED_OFFSET = "NoCommittedOffset"
-OFFSET_OUT_OF_RANGE = "CommittedOffsetOutOfRange"
-NO_COUNTED_CONSUMERS = "NoCountedConsumers"
-LIMITED_BY_CONSUMERS = "ConsumerPosition"
-LIMITED_BY_RETENTION = "ConsumedRetention"
+# Reasons are the shared HoldReason values (models/plan.py), so the status the operator writes and the
+# plan the job computes use one vocabulary.
+LOOKUP_FAILED = HoldReason.LOOKUP_FAILED.value  # KIP-68: any lookup failure skips the partition; also a
+#   counted group that could not be described (its topics are unknown), named in blocking_groups
+CLEANUP_POLICY_COMPACT = HoldReason.COMPACT_ONLY.value
+READ_BY_EXCLUDED_GROUP = HoldReason.NOT_EXCLUSIVE.value  # `exclusive`, as KIP-762 refuses shared topics
+REQUIRED_GROUP_NOT_COMMITTED = HoldReason.REQUIRED_GROUP_MISSING.value
+NO_COMMITTED_OFFSET = HoldReason.NO_COMMIT.value
+OFFSET_OUT_OF_RANGE = HoldReason.OFFSET_OUT_OF_RANGE.value
+NO_COUNTED_CONSUMERS = HoldReason.NO_COUNTED_CONSUMERS.value
+NOTHING_TO_DELETE = HoldReason.NOTHING_TO_DELETE.value
+# What limits the cut of a partition that is not held (column `limited_by`).
+LIMITED_BY_CONSUMERS = "ConsumerPosition"  # the slowest counted group: named in blocking_groups
+LIMITED_BY_RETENTION = "ConsumedRetention"  # records from the cut on are younger than consumedRetention
 
 # The inputs' schemas (Spark DDL): the contract with snapshot.py and offsets_source.py.
 OFFSETS_SCHEMA = "group string, topic string, partition int, committed_offset long, commit_timestamp long"
@@ -55,6 +60,7 @@ PLAN_COLUMNS = (
     "partition",
     "status",
     "reason",
+    "limited_by",
     "blocking_groups",
     "log_start",
     "high_watermark",
@@ -210,7 +216,7 @@ def _decide(plan: DataFrame, policy: AnalysisPolicy) -> DataFrame:
         (lookup_error.isNotNull() | c("time_offset").isNull(), LOOKUP_FAILED, empty),
         (~F.coalesce(deletes, F.lit(False)), CLEANUP_POLICY_COMPACT, empty),
         (F.lit(policy.exclusive) & nonempty("outside_groups"), READ_BY_EXCLUDED_GROUP, c("outside_groups")),
-        (nonempty("failed_groups"), GROUP_LOOKUP_FAILED, c("failed_groups")),
+        (nonempty("failed_groups"), LOOKUP_FAILED, c("failed_groups")),
         (nonempty("missing_required"), REQUIRED_GROUP_NOT_COMMITTED, c("missing_required")),
         (nonempty("missing"), NO_COMMITTED_OFFSET, c("missing")),
         (nonempty("out_of_range"), OFFSET_OUT_OF_RANGE, c("out_of_range")),
@@ -227,7 +233,6 @@ def _decide(plan: DataFrame, policy: AnalysisPolicy) -> DataFrame:
         F.lit(LIMITED_BY_RETENTION)
     )
     free_blocking = F.when(limited_by_consumers, c("min_groups")).otherwise(empty)
-    reason = reason.otherwise(free_reason)
     blocking = blocking.otherwise(free_blocking)
     not_deletable = lookup_error.isNull() & c("time_offset").isNotNull() & ~F.coalesce(deletes, F.lit(False))
     status = (
@@ -245,7 +250,8 @@ def _decide(plan: DataFrame, policy: AnalysisPolicy) -> DataFrame:
     ).otherwise(F.lit(0))
     return (
         plan.withColumn("status", status)
-        .withColumn("reason", reason)
+        .withColumn("reason", F.when(c("status") == UP_TO_DATE, F.lit(NOTHING_TO_DELETE)).otherwise(reason))
+        .withColumn("limited_by", F.when(~is_held, free_reason))
         .withColumn("blocking_groups", F.coalesce(blocking, empty))
         .withColumn("delete_before", F.when(c("status") == DELETABLE, cut))
         .withColumn("records", records.cast("long"))
@@ -254,76 +260,57 @@ def _decide(plan: DataFrame, policy: AnalysisPolicy) -> DataFrame:
 
 
 @dataclass
-class TopicSummary:
-    topic: str
-    partitions: int
-    deletable_records: int
-    reclaimable_bytes: int
-    held: list[dict[str, Any]] = field(default_factory=list)
-    not_deletable: bool = False
+class PlanResult:
+    """The collected plan: the summary and per-topic list for the policy status, the partitions to delete."""
 
-
-@dataclass
-class PlanSummary:
-    """What the operator copies into the policy status; per-topic held lists are bounded."""
-
-    topics: int
-    partitions: int
-    deletable_partitions: int
-    deletable_records: int
-    reclaimable_bytes: int
-    held_partitions: int
-    per_topic: list[TopicSummary]
-    deletes: list[dict[str, Any]]
+    summary: PlanSummary
+    topics: list[TopicPlan]
+    partitions: list[PartitionPlan]
+    deletes: list[PartitionOffset]
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "topics": self.topics,
-            "partitions": self.partitions,
-            "deletablePartitions": self.deletable_partitions,
-            "deletableRecords": self.deletable_records,
-            "reclaimableBytes": self.reclaimable_bytes,
-            "heldPartitions": self.held_partitions,
-            "perTopic": [
-                {
-                    "topic": t.topic,
-                    "partitions": t.partitions,
-                    "deletableRecords": t.deletable_records,
-                    "reclaimableBytes": t.reclaimable_bytes,
-                    "notDeletable": t.not_deletable,
-                    "held": t.held,
-                }
-                for t in self.per_topic
-            ],
-            "deletes": self.deletes,
+            "summary": self.summary.model_dump(by_alias=True, mode="json"),
+            "topics": [t.model_dump(by_alias=True, mode="json") for t in self.topics],
+            "partitions": [p.model_dump(by_alias=True, mode="json") for p in self.partitions],
         }
 
 
-def summarize(plan: DataFrame, max_held_per_topic: int = 20) -> PlanSummary:
-    """Collect the plan (one row per partition: small) into the summary and the DeleteRecords partitions."""
-    rows = plan.orderBy("topic", "partition").collect()
-    per_topic: dict[str, TopicSummary] = {}
-    deletes: list[dict[str, Any]] = []
-    for r in rows:
-        t = per_topic.setdefault(r.topic, TopicSummary(r.topic, 0, 0, 0))
+def summarize(plan: DataFrame, max_held_per_topic: int = 100) -> PlanResult:
+    """Collect the plan (one row per partition: small next to the offsets) into the shared plan models."""
+    partitions: list[PartitionPlan] = []
+    topics: dict[str, TopicPlan] = {}
+    deletes: list[PartitionOffset] = []
+    for r in plan.orderBy("topic", "partition").toLocalIterator():
+        reason = HoldReason(r.reason) if r.reason is not None else None
+        partitions.append(
+            PartitionPlan(
+                topic=r.topic,
+                partition=r.partition,
+                log_start_offset=r.log_start,
+                high_watermark=r.high_watermark,
+                delete_before=r.delete_before,
+                records=r.records,
+                bytes=r.bytes,
+                reason=reason,
+                blocking_groups=list(r.blocking_groups),
+            )
+        )
+        t = topics.setdefault(r.topic, TopicPlan(topic=r.topic))
         t.partitions += 1
         t.deletable_records += r.records
         t.reclaimable_bytes += r.bytes
-        if r.status == NOT_DELETABLE:
-            t.not_deletable = True
-        if r.status == HELD and len(t.held) < max_held_per_topic:
+        if r.status in (HELD, NOT_DELETABLE) and reason is not None and len(t.held) < max_held_per_topic:
             t.held.append(
-                {"partition": r.partition, "reason": r.reason, "blockingGroups": list(r.blocking_groups)}
+                HeldPartition(partition=r.partition, reason=reason, blocking_groups=list(r.blocking_groups))
             )
         if r.status == DELETABLE:
-            deletes.append({"topic": r.topic, "partition": r.partition, "offset": r.delete_before})
-    return PlanSummary(
-        topics=len(per_topic),
-        partitions=len(rows),
-        deletable_partitions=len(deletes),
-        deletable_records=sum(t.deletable_records for t in per_topic.values()),
-        reclaimable_bytes=sum(t.reclaimable_bytes for t in per_topic.values()),
-        held_partitions=sum(1 for r in rows if r.status == HELD),
-        per_topic=list(per_topic.values()),
-        deletes=deletes,
+            deletes.append(PartitionOffset(topic=r.topic, partition=r.partition, offset=r.delete_before))
+    summary = PlanSummary(
+        topics=len(topics),
+        partitions=len(partitions),
+        deletable_records=sum(t.deletable_records for t in topics.values()),
+        reclaimable_bytes=sum(t.reclaimable_bytes for t in topics.values()),
+        held_partitions=sum(1 for p in partitions if p.reason not in (None, HoldReason.NOTHING_TO_DELETE)),
     )
+    return PlanResult(summary, list(topics.values()), partitions, deletes)
