@@ -9,6 +9,7 @@ confluent-kafka (librdkafka) for the setup steps that are not the tool under tes
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 import uuid
 from dataclasses import dataclass
@@ -32,17 +33,21 @@ class Target:
     has_ebb_configs: bool
 
 
-@pytest.fixture(params=["apache-kafka"])
+@pytest.fixture(params=["ebb-broker", "apache-kafka"])
 def target(request: pytest.FixtureRequest) -> Target:
-    broker = request.getfixturevalue("apache_kafka_broker")
-    return Target("apache-kafka", broker.bootstrap_servers, broker.data_dir, has_ebb_configs=False)
+    if request.param == "ebb-broker":
+        ebb = request.getfixturevalue("broker")  # the compat tier's shared ebb-broker (compat/conftest.py)
+        return Target("ebb-broker", ebb.bootstrap, ebb.data_dir, has_ebb_configs=True)
+    kafka = request.getfixturevalue("apache_kafka_broker")
+    return Target("apache-kafka", kafka.bootstrap_servers, kafka.data_dir, has_ebb_configs=False)
 
 
-def _create_topic(target: Target, partitions: int) -> str:
+def _create_topic(target: Target, partitions: int, config: dict[str, str] | None = None) -> str:
     """A fresh topic, so tests sharing a session broker never see each other's records."""
     name = f"tools-{uuid.uuid4().hex[:10]}"
     admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
-    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(30)
+    new = NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})
+    admin.create_topics([new])[name].result(30)
     return name
 
 
@@ -60,7 +65,11 @@ def _produce(target: Target, topic: str, records: list[Record], **conf: str) -> 
     errors: list[object] = []
     for partition, key, value, ts in records:
         producer.produce(
-            topic, key=key, value=value, partition=partition, timestamp=ts,
+            topic,
+            key=key,
+            value=value,
+            partition=partition,
+            timestamp=ts,
             on_delivery=lambda err, _msg: errors.append(err) if err else None,
         )
     assert producer.flush(30) == 0
@@ -119,38 +128,44 @@ def _table(text: str) -> list[dict[str, str]]:
     return [dict(zip(header, line.split(), strict=True)) for line in lines[start + 1 :]]
 
 
-def test_delete_records_with_kip107_offsets_file_prints_low_watermarks(
-    target: Target, topic: str, tmp_path: Path
+def test_delete_records_with_kip107_offsets_file_prints_low_watermarks_and_errors(
+    target: Target, tmp_path: Path
 ) -> None:
     """kafka-delete-records takes KIP-107's JSON offsets file (-1 = high watermark) and prints the new
-    low watermark of every partition; the broker's earliest offset then equals it."""
+    low watermark of every partition, which the broker's earliest offset then equals. In the same request
+    an offset above the high watermark gets OffsetOutOfRange and a compact-only topic PolicyViolation, per
+    partition, and both partitions keep every record."""
+    topic = _create_topic(target, partitions=3)
+    compacted = _create_topic(target, partitions=1, config={"cleanup.policy": "compact"})
     ts = _now_ms()
     _produce(target, topic, [(0, b"k", str(i).encode(), ts + i) for i in range(10)])
     _produce(target, topic, [(1, b"k", str(i).encode(), ts + i) for i in range(6)])
+    _produce(target, topic, [(2, b"k", str(i).encode(), ts + i) for i in range(3)])
+    _produce(target, compacted, [(0, f"k{i}".encode(), b"v", ts + i) for i in range(3)])
     offsets = tmp_path / "offsets.json"
+    entries = [(topic, 0, 4), (topic, 1, -1), (topic, 2, 100), (compacted, 0, 1)]
     offsets.write_text(
         json.dumps(
-            {
-                "version": 1,
-                "partitions": [
-                    {"topic": topic, "partition": 0, "offset": 4},
-                    {"topic": topic, "partition": 1, "offset": -1},
-                ],
-            }
+            {"version": 1, "partitions": [{"topic": t, "partition": p, "offset": o} for t, p, o in entries]}
         )
     )
     out = kafka_tool(
         "kafka-delete-records", "--bootstrap-server", target.bootstrap_servers,
         "--offset-json-file", str(offsets),
     )  # fmt: skip
-    printed = {
-        line.split()[1]: int(line.split()[-1])
-        for line in out.stdout.splitlines()
-        if line.startswith("partition: ")
-    }
-    assert printed == {f"{topic}-0": 4, f"{topic}-1": 6}, out.stdout
+    # "partition: T-P\tlow_watermark: N" or "partition: T-P\terror: <exception class>: <message>"
+    lines = [line for line in out.stdout.splitlines() if line.startswith("partition: ")]
+    printed = {line.split()[1]: line.split("\t", 1)[1] for line in lines}
+    assert printed.keys() == {f"{topic}-0", f"{topic}-1", f"{topic}-2", f"{compacted}-0"}, out.stdout
+    assert printed[f"{topic}-0"] == "low_watermark: 4"
+    assert printed[f"{topic}-1"] == "low_watermark: 6"
+    errors = "error: org.apache.kafka.common.errors."
+    assert printed[f"{topic}-2"].startswith(errors + "OffsetOutOfRangeException")
+    assert printed[f"{compacted}-0"].startswith(errors + "PolicyViolationException")
     assert _watermarks(target, topic, 0) == (4, 10)
     assert _watermarks(target, topic, 1) == (6, 6)
+    assert _watermarks(target, topic, 2) == (0, 3)
+    assert _watermarks(target, compacted, 0) == (0, 3)
 
 
 def _describe_configs(target: Target, topic: str) -> dict[str, str]:
@@ -202,21 +217,26 @@ def test_configs_alter_and_describe_round_trip(target: Target, topic: str) -> No
     assert entries["cleanup.policy"].value == "compact,delete"
 
 
-def test_configs_unknown_to_the_broker_are_refused(target: Target, topic: str) -> None:
-    """A broker without Ebb's configs refuses them by name and keeps the topic unchanged (the operator
-    reports such a cluster as Unsupported rather than pretending)."""
-    if target.has_ebb_configs:
-        wanted, expect_ok = EBB_CONFIGS, True
-    else:
-        wanted, expect_ok = {"retention.commitoffset.ms": "600000"}, False
-    out = kafka_tool(
+def _alter(target: Target, topic: str, configs: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return kafka_tool(
         "kafka-configs", "--bootstrap-server", target.bootstrap_servers, "--alter",
-        "--entity-type", "topics", "--entity-name", topic, "--add-config", _add_config_arg(wanted),
+        "--entity-type", "topics", "--entity-name", topic, "--add-config", _add_config_arg(configs),
         check=False,
     )  # fmt: skip
-    if expect_ok:
+
+
+def test_ebb_configs_are_set_on_ebb_and_refused_by_name_elsewhere(target: Target, topic: str) -> None:
+    """Ebb's own topic configs are set through kafka-configs like any other; a broker without them (Apache
+    Kafka) refuses them by name and keeps the topic unchanged, which is why the operator reports such a
+    cluster as Unsupported. A misspelt config is refused by both, naming it, and changes nothing."""
+    typo = _alter(target, topic, {"retention.commitofset.ms": "600000"})
+    assert typo.returncode != 0
+    assert "retention.commitofset.ms" in typo.stderr + typo.stdout
+
+    out = _alter(target, topic, EBB_CONFIGS)
+    if target.has_ebb_configs:
         assert out.returncode == 0, out.stderr
-        assert _describe_configs(target, topic) == wanted
+        assert _describe_configs(target, topic) == EBB_CONFIGS
     else:
         assert out.returncode != 0
         assert "Unknown topic config name: retention.commitoffset.ms" in out.stderr + out.stdout

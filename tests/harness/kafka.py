@@ -70,12 +70,17 @@ TOOL_JVM_OPTS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX
 BROKER_JVM_OPTS = ("-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-XX:-UsePerfData", "-Djava.awt.headless=true")
 
 
-def java_command(main_class: str, *args: str, jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS) -> list[str]:
-    """The `java` command line running `main_class` on the assembled classpath with quiet logging."""
+def java_command(
+    main_class: str,
+    *args: str,
+    jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS,
+    log_config: Path = TOOLS_LOG_CONFIG,
+) -> list[str]:
+    """The `java` command line running `main_class` on the assembled classpath (quiet logging by default)."""
     return [
         "java",
         *jvm_opts,
-        f"-Dlog4j2.configurationFile={TOOLS_LOG_CONFIG}",
+        f"-Dlog4j2.configurationFile={log_config}",
         "-cp",
         f"{libs_dir()}/*",
         main_class,
@@ -258,9 +263,7 @@ def apache_kafka(
         "kafka.Kafka",
         str(props),
         jvm_opts=(*BROKER_JVM_OPTS, f"-Dkafka.logs.file={log_file}", f"-Dkafka.logs.dir={work_dir}"),
-    )
-    cmd[cmd.index(f"-Dlog4j2.configurationFile={TOOLS_LOG_CONFIG}")] = (
-        f"-Dlog4j2.configurationFile={BROKER_LOG_CONFIG}"
+        log_config=BROKER_LOG_CONFIG,
     )
     with (work_dir / "stdout.log").open("wb") as out:
         process = subprocess.Popen(

@@ -1,129 +1,63 @@
-"""Decoding `__consumer_offsets` records byte for byte (Kafka's group-coordinator JSON specs).
-
-The bytes here are built field by field from the specs; the spark tier decodes what Apache Kafka's own
-coordinator writes. Together they pin every version the decoder claims and its refusal of bad input.
-"""
+"""`__consumer_offsets` records: the exact bytes Kafka's tools decode, and the group partitioning."""
 
 from __future__ import annotations
 
-import struct
-
 import pytest
 
-from ebb_operator.analysis.offsets_records import (
-    GroupMetadataKey,
-    OffsetCommitKey,
-    OffsetsRecordError,
-    decode_group_metadata_value,
+from ebb_broker.coordinator.offsets_records import (
+    GroupKey,
+    GroupValue,
+    MemberRecord,
+    OffsetKey,
+    OffsetValue,
+    RecordFormatError,
     decode_key,
-    decode_offset_commit_value,
-    subscribed_topics,
+    partition_for,
 )
-from ebb_operator.analysis.offsets_source import decode_row
 
 
-def s16(s: str | None) -> bytes:
-    if s is None:
-        return struct.pack(">h", -1)
-    b = s.encode()
-    return struct.pack(">h", len(b)) + b
+def test_partition_for_matches_java_string_hashcode() -> None:
+    # "hello".hashCode() == 99162322 in Java.
+    assert partition_for("hello", 50) == 99162322 % 50
+    # "polygenelubricants".hashCode() == Integer.MIN_VALUE; Kafka's Utils.abs masks it to 0.
+    assert partition_for("polygenelubricants", 50) == 0
+    # Non-ASCII runs over UTF-16 code units: "é" is 0xE9, one unit.
+    assert partition_for("é", 1000) == 0xE9 % 1000
 
 
-def compact(s: str | None) -> bytes:  # flexible versions: unsigned varint length + 1 (small lengths here)
-    if s is None:
-        return b"\x00"
-    b = s.encode()
-    return bytes([len(b) + 1]) + b
+def test_offset_key_is_kafka_v1_layout() -> None:
+    key = OffsetKey("g", "t", 3).encode()
+    assert key == b"\x00\x01" + b"\x00\x01g" + b"\x00\x01t" + b"\x00\x00\x00\x03"
+    assert decode_key(key) == OffsetKey("g", "t", 3)
 
 
-def b32(b: bytes) -> bytes:
-    return struct.pack(">i", len(b)) + b
+def test_offset_value_v3_round_trip_and_layout() -> None:
+    value = OffsetValue(offset=42, leader_epoch=7, metadata="m", commit_timestamp=1_700_000_000_000)
+    raw = value.encode()
+    assert raw[:2] == b"\x00\x03"
+    assert raw[2:10] == (42).to_bytes(8, "big")
+    assert raw[10:14] == (7).to_bytes(4, "big")
+    assert OffsetValue.decode(raw) == value
 
 
-def subscription(*topics: str) -> bytes:
-    return struct.pack(">hi", 1, len(topics)) + b"".join(s16(t) for t in topics) + struct.pack(">i", -1)
+def test_offset_value_v1_from_older_kafka_decodes() -> None:
+    # v1: offset, metadata, commit timestamp, expire timestamp.
+    raw = (
+        b"\x00\x01" + (5).to_bytes(8, "big") + b"\x00\x00" + (9).to_bytes(8, "big") + (10).to_bytes(8, "big")
+    )
+    assert OffsetValue.decode(raw) == OffsetValue(5, -1, "", 9)
 
 
-@pytest.mark.parametrize("record_type", [0, 1])
-def test_offset_commit_key(record_type: int) -> None:
-    key = struct.pack(">h", record_type) + s16("g") + s16("orders") + struct.pack(">i", 3)
-    assert decode_key(key) == OffsetCommitKey("g", "orders", 3)
+def test_group_metadata_round_trip() -> None:
+    member = MemberRecord("m-1", "static-1", "client", "/127.0.0.1", 30000, 10000, b"sub", b"assign")
+    value = GroupValue("consumer", 4, "range", "m-1", 123, [member])
+    assert GroupValue.decode(value.encode()) == value
+    assert decode_key(GroupKey("grp").encode()) == GroupKey("grp")
 
 
-def test_group_metadata_key_and_newer_record_types() -> None:
-    assert decode_key(struct.pack(">h", 2) + s16("g")) == GroupMetadataKey("g")
-    # KIP-848 consumer-group records (type 3+) carry no committed offsets: skipped, not an error.
-    assert decode_key(struct.pack(">h", 5) + s16("g")) is None
-
-
-@pytest.mark.parametrize(
-    ("value", "epoch", "expire"),
-    [
-        (struct.pack(">hq", 0, 42) + s16("m") + struct.pack(">q", 1000), -1, -1),
-        (struct.pack(">hq", 1, 42) + s16("m") + struct.pack(">qq", 1000, 2000), -1, 2000),
-        (struct.pack(">hq", 2, 42) + s16("m") + struct.pack(">q", 1000), -1, -1),
-        (struct.pack(">hqi", 3, 42, 7) + s16("m") + struct.pack(">q", 1000), 7, -1),
-        # v4 is flexible: compact string and a tagged-field section (one unknown tag, skipped per KIP-482).
-        (struct.pack(">hqi", 4, 42, 7) + compact("m") + struct.pack(">q", 1000) + b"\x01\x09\x02ab", 7, -1),
-    ],
-)
-def test_offset_commit_value_versions(value: bytes, epoch: int, expire: int) -> None:
-    v = decode_offset_commit_value(value)
-    assert (v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp) == (42, epoch, "m", 1000, expire)
-
-
-def _member_v(version: int, member: str, topics: tuple[str, ...]) -> bytes:
-    flexible = version >= 4
-    st = compact if flexible else s16
-    out = st(member)
-    if version >= 3:
-        out += st(None)
-    out += st("client") + st("/127.0.0.1")
-    if version >= 1:
-        out += struct.pack(">i", 300000)
-    out += struct.pack(">i", 45000)
-    sub, assignment = subscription(*topics), b""
-    if flexible:
-        out += bytes([len(sub) + 1]) + sub + bytes([len(assignment) + 1]) + assignment + b"\x00"
-    else:
-        out += b32(sub) + b32(assignment)
-    return out
-
-
-@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
-def test_group_metadata_value_versions(version: int) -> None:
-    flexible = version >= 4
-    st = compact if flexible else s16
-    body = struct.pack(">h", version) + st("consumer") + struct.pack(">i", 5) + st("range") + st("m1")
-    if version >= 2:
-        body += struct.pack(">q", 123)
-    members = [_member_v(version, "m1", ("a", "b")), _member_v(version, "m2", ("c",))]
-    body += (bytes([len(members) + 1]) if flexible else struct.pack(">i", len(members))) + b"".join(members)
-    if flexible:
-        body += b"\x00"
-    g = decode_group_metadata_value(body)
-    assert (g.protocol_type, g.generation, g.protocol, g.leader) == ("consumer", 5, "range", "m1")
-    assert g.current_state_timestamp == (123 if version >= 2 else -1)
-    assert [m.member_id for m in g.members] == ["m1", "m2"]
-    assert [subscribed_topics(m.subscription) for m in g.members] == [["a", "b"], ["c"]]
-
-
-def test_tombstones_become_tombstone_rows() -> None:
-    key = struct.pack(">h", 1) + s16("g") + s16("orders") + struct.pack(">i", 0)
-    row = decode_row(3, 99, key, None)
-    assert row is not None and row[:7] == ("offset", 3, 99, True, "g", "orders", 0)
-    row = decode_row(3, 100, struct.pack(">h", 2) + s16("g"), None)
-    assert row is not None and row[:5] == ("group", 3, 100, True, "g")
-
-
-@pytest.mark.parametrize(
-    "value",
-    [
-        struct.pack(">hq", 3, 42),  # truncated
-        struct.pack(">hq", 9, 42) + s16("") + struct.pack(">q", 1),  # unknown version
-    ],
-)
-def test_bad_values_fail_loudly_with_their_position(value: bytes) -> None:
-    key = struct.pack(">h", 1) + s16("g") + s16("orders") + struct.pack(">i", 0)
-    with pytest.raises(OffsetsRecordError, match=r"__consumer_offsets-2 offset 17"):
-        decode_row(2, 17, key, value)
+def test_unknown_key_version_is_skipped_and_garbage_is_an_error() -> None:
+    assert decode_key(b"\x00\x05\x00\x01x") is None
+    with pytest.raises(RecordFormatError):
+        OffsetValue.decode(b"\x00\x03\x00")
+    with pytest.raises(RecordFormatError):
+        OffsetValue.decode(b"\x00\x09" + bytes(30))

@@ -1,0 +1,141 @@
+"""Assembles one broker: log engine, group coordinator, Kafka server, metrics, background work.
+
+Start order matters for KIP-68: the engine is opened with a committed-offset provider that
+answers "unknown" (None, so retention skips consumed-retention decisions) until the coordinator
+has replayed `__consumer_offsets`. Shutdown closes the server first so no request races the
+engine's final flush, checkpoints and clean-shutdown marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from ebb_broker.config import BrokerConfig
+from ebb_broker.coordinator.group_coordinator import GroupCoordinator
+from ebb_broker.coordinator.offsets_store import OffsetsStore
+from ebb_broker.coordinator.producer_ids import ProducerIdManager
+from ebb_broker.log import LogManager
+from ebb_broker.metrics import BrokerMetrics
+from ebb_broker.protocol import apis  # noqa: F401  (registers every API)
+from ebb_broker.protocol.context import Broker, BrokerIdentity
+from ebb_broker.protocol.server import KafkaServer
+
+log = logging.getLogger("ebb_broker")
+
+CLUSTER_ID_FILE = "meta.properties"
+
+
+@dataclass(frozen=True)
+class BrokerOptions:
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 9092
+    advertised_host: str | None = None
+    broker_id: int = 0
+    metrics_port: int | None = None
+    configs: dict[str, str] | None = None
+
+
+class _DeferredOffsets:
+    """The engine's CommittedOffsetProvider until (and after) the coordinator is ready."""
+
+    def __init__(self) -> None:
+        self.coordinator: GroupCoordinator | None = None
+
+    def committed_offsets(self, topic: str, partition: int) -> dict[str, int] | None:
+        c = self.coordinator
+        return None if c is None else c.committed_offsets(topic, partition)
+
+
+def _cluster_id(data_dir: Path) -> str:
+    """A stable cluster id kept in meta.properties, as Kafka keeps its own."""
+    path = data_dir / CLUSTER_ID_FILE
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.startswith("cluster.id="):
+                return line.split("=", 1)[1].strip()
+    cid = uuid.uuid4().hex[:22]
+    path.write_text(f"version=1\ncluster.id={cid}\n")
+    return cid
+
+
+async def _every(interval_ms: int, name: str, work: object) -> None:
+    """Run `work` in a worker thread every interval; a failure is logged, never fatal."""
+    while True:
+        await asyncio.sleep(interval_ms / 1000)
+        try:
+            await asyncio.to_thread(work)  # type: ignore[arg-type]
+        except Exception:
+            log.exception("%s failed", name)
+
+
+async def run(options: BrokerOptions) -> None:
+    options.data_dir.mkdir(parents=True, exist_ok=True)
+    config = BrokerConfig.parse(options.configs or {})
+    metrics = BrokerMetrics()
+    provider = _DeferredOffsets()
+    logs = LogManager.open(options.data_dir, config, committed_offsets=provider)
+    groups = GroupCoordinator(OffsetsStore(logs, config.offsets_topic_num_partitions))
+    groups.load()
+    provider.coordinator = groups
+    identity = BrokerIdentity(
+        options.broker_id,
+        options.advertised_host or options.host,
+        options.port,
+        _cluster_id(options.data_dir),
+    )
+    broker = Broker(
+        identity, config, logs, groups, metrics, ProducerIdManager(options.data_dir), options.data_dir
+    )
+    metrics.watch_partitions(
+        lambda: (
+            (topic, p, logs.get_log(topic, p))
+            for topic, meta in logs.topics().items()
+            for p in range(meta.partitions)
+        )
+    )
+
+    server = KafkaServer(broker, options.host, options.port)
+    await server.start()
+    if options.port == 0:
+        # Port 0 picks a free port; advertise the one actually bound.
+        broker.identity = BrokerIdentity(identity.node_id, identity.host, server.port, identity.cluster_id)
+    if options.metrics_port is not None:
+        metrics.serve(options.host, options.metrics_port)
+    groups.start()
+
+    def retention() -> None:
+        report = logs.run_retention()
+        metrics.record_retention(report)
+
+    def cleaner() -> None:
+        report = logs.run_cleaner()
+        if report is not None:
+            metrics.record_cleaner(report)
+
+    tasks = [
+        asyncio.create_task(_every(config.log_retention_check_interval_ms, "retention", retention)),
+        asyncio.create_task(_every(max(config.log_cleaner_backoff_ms, 100), "cleaner", cleaner)),
+        asyncio.create_task(
+            _every(config.log_flush_offset_checkpoint_interval_ms or 60_000, "checkpoint", logs.checkpoint)
+        ),
+    ]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"ebb-broker listening on {options.host}:{server.port}", flush=True)
+    await stop.wait()
+    log.info("shutting down: closing connections, flushing, writing checkpoints")
+    await server.close()
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await groups.stop()
+    logs.close()
+    log.info("clean shutdown complete")

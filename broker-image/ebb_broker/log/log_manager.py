@@ -1,0 +1,390 @@
+"""All partition logs of one data directory (Kafka's LogManager): topics, checkpoints, retention, cleaner.
+
+Ebb has no controller quorum, so the LogManager also keeps the topic list in the data directory, in
+``ebb-topics.json`` (written atomically: tmp, fsync, rename, directory fsync)::
+
+    {"version": 1,
+     "topics": {"orders": {"id": "6f1c...-uuid", "partitions": 3,
+                           "config": {"retention.ms": "3600000"}}}}
+
+``config`` holds only the topic's overrides, as given (strings); the effective config is the broker
+defaults overlaid with them. The file is written before partition directories are created and after they
+are removed, so a crash in between leaves at worst an empty partition to recreate or a stray directory.
+
+Checkpoints (Kafka's names and text format): ``recovery-point-offset-checkpoint`` and
+``replication-offset-checkpoint`` (the high watermark) on ``checkpoint()`` and ``close()``;
+``log-start-offset-checkpoint`` (sparse: only partitions whose log start offset is above their first
+segment's base, as Kafka) also after every retention pass that deleted something and after every
+DeleteRecords that moved a log start offset, so an acknowledged deletion survives a crash (Kafka defers
+it to the next 60 s checkpoint). ``close()`` writes the clean-shutdown marker last; ``open()`` removes it
+once the logs are loaded, so a later crash is detected.
+
+Thread-safety: topic changes take the manager's lock; ``run_retention`` and ``run_cleaner`` take a
+maintenance lock so they never overlap, and otherwise only take each log's own lock, so they may run in a
+worker thread while the event loop serves produce and fetch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ebb_broker.config import BrokerConfig, TopicConfig
+from ebb_broker.log import files
+from ebb_broker.log.checkpoint import atomic_write, fsync_dir, read_offsets, write_offsets
+from ebb_broker.log.cleaner_manager import CleanerManager, CleanerReport
+from ebb_broker.log.errors import (
+    InvalidConfigError,
+    InvalidPartitionsError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+from ebb_broker.log.log import Log, wall_clock_ms
+from ebb_broker.log.retention import CommittedOffsetProvider, RetentionResult
+
+log = logging.getLogger(__name__)
+
+TOPICS_FILE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TopicMetadata:
+    name: str
+    partitions: int
+    overrides: dict[str, str]
+    topic_id: uuid.UUID
+
+
+@dataclass
+class RetentionReport:
+    """One retention pass over every log."""
+
+    partitions: dict[tuple[str, int], RetentionResult] = field(default_factory=dict)
+    files_removed: int = 0
+
+    @property
+    def segments_deleted(self) -> int:
+        return sum(r.segments for r in self.partitions.values())
+
+    @property
+    def bytes_deleted(self) -> int:
+        return sum(r.bytes for r in self.partitions.values())
+
+
+class FileReaper:
+    """Removes files renamed to ``.deleted`` once file.delete.delay.ms has passed (Kafka's scheduler)."""
+
+    def __init__(self, clock: Callable[[], int]) -> None:
+        self._clock = clock
+        self._due: list[tuple[int, Path]] = []
+        self._lock = threading.Lock()
+
+    def schedule(self, paths: list[Path], delay_ms: int) -> None:
+        if delay_ms <= 0:
+            for p in paths:
+                p.unlink(missing_ok=True)
+            return
+        due = self._clock() + delay_ms
+        with self._lock:
+            self._due += [(due, p) for p in paths]
+
+    def reap(self) -> int:
+        now = self._clock()
+        with self._lock:
+            ready = [p for due, p in self._due if due <= now]
+            self._due = [(due, p) for due, p in self._due if due > now]
+        for p in ready:
+            p.unlink(missing_ok=True)
+        return len(ready)
+
+    def pending(self) -> list[Path]:
+        with self._lock:
+            return [p for _due, p in self._due]
+
+
+class LogManager:
+    """All partition logs of one data directory; owns checkpoints, retention and the cleaner schedule."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        config: BrokerConfig,
+        committed_offsets: CommittedOffsetProvider | None,
+        clock: Callable[[], int],
+    ) -> None:
+        self.data_dir = data_dir
+        self.config = config
+        self.committed_offsets = committed_offsets
+        self.clock = clock
+        self.reaper = FileReaper(clock)
+        self._topics: dict[str, TopicMetadata] = {}
+        self._logs: dict[tuple[str, int], Log] = {}
+        self._lock = threading.RLock()
+        self._maintenance = threading.Lock()
+        self._checkpoint_lock = threading.Lock()
+        self._closed = False
+        self.cleaner = CleanerManager(self)
+
+    # -- open / close -------------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: Path,
+        config: BrokerConfig,
+        *,
+        committed_offsets: CommittedOffsetProvider | None = None,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> LogManager:
+        """Load every topic of ``data_dir`` (creating it if needed), recovering after an unclean shutdown."""
+        data_dir = Path(data_dir)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        mgr = cls(data_dir, config, committed_offsets, clock)
+        marker = data_dir / files.CLEAN_SHUTDOWN
+        clean = marker.exists()
+        if not clean:
+            log.info("no clean-shutdown marker in %s: recovering from the recovery points", data_dir)
+        for p in data_dir.iterdir():
+            if p.is_dir() and p.name.endswith(files.DELETE_DIR_SUFFIX):
+                shutil.rmtree(p, ignore_errors=True)
+        mgr._topics = mgr._read_topics()
+        recovery = read_offsets(data_dir / files.RECOVERY_POINT_CHECKPOINT)
+        starts = read_offsets(data_dir / files.LOG_START_OFFSET_CHECKPOINT)
+        for meta in mgr._topics.values():
+            tconf = config.topic_config(meta.overrides)
+            for p in range(meta.partitions):
+                mgr._logs[(meta.name, p)] = mgr._open_log(
+                    meta.name, p, tconf, recovery.get((meta.name, p), 0), starts.get((meta.name, p), 0), clean
+                )
+        known = {files.partition_dir(data_dir, t, p).name for t, p in mgr._logs}
+        for p in data_dir.iterdir():
+            if p.is_dir() and files.parse_partition_dir(p.name) and p.name not in known:
+                log.warning("ignoring %s: not a partition of any topic in %s", p, files.TOPICS_FILE)
+        mgr.cleaner.load()
+        marker.unlink(missing_ok=True)
+        mgr.checkpoint()
+        return mgr
+
+    def _open_log(
+        self,
+        topic: str,
+        partition: int,
+        config: TopicConfig,
+        recovery_point: int,
+        log_start_offset: int,
+        clean: bool,
+    ) -> Log:
+        lg = Log.open(
+            files.partition_dir(self.data_dir, topic, partition),
+            topic,
+            partition,
+            config,
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            clean_shutdown=clean,
+            clock=self.clock,
+            schedule_delete=self.reaper.schedule,
+        )
+        lg.on_log_start_offset_change = lambda _log: self._write_log_start_offsets()
+        return lg
+
+    def close(self) -> None:
+        """Flush, checkpoint, then write the clean-shutdown marker."""
+        with self._lock, self._maintenance:
+            if self._closed:
+                return
+            for lg in self._logs.values():
+                lg.close()
+            self._write_checkpoints()
+            self.cleaner.write_checkpoint()
+            atomic_write(self.data_dir / files.CLEAN_SHUTDOWN, b"")
+            self._closed = True
+
+    def abandon(self) -> None:
+        """Drop file descriptors without flushing or checkpointing: what kill -9 leaves (tests)."""
+        with self._lock:
+            for lg in self._logs.values():
+                lg.abandon()
+            self._closed = True
+
+    # -- topics ---------------------------------------------------------------------------------------------
+
+    def _read_topics(self) -> dict[str, TopicMetadata]:
+        path = self.data_dir / files.TOPICS_FILE
+        if not path.exists():
+            return {}
+        doc = json.loads(path.read_text())
+        if doc.get("version") != TOPICS_FILE_VERSION:
+            raise InvalidConfigError(f"{path}: unknown version {doc.get('version')!r}")
+        return {
+            name: TopicMetadata(name, int(t["partitions"]), dict(t["config"]), uuid.UUID(t["id"]))
+            for name, t in doc["topics"].items()
+        }
+
+    def _write_topics(self, topics: Mapping[str, TopicMetadata]) -> None:
+        doc = {
+            "version": TOPICS_FILE_VERSION,
+            "topics": {
+                t.name: {"id": str(t.topic_id), "partitions": t.partitions, "config": t.overrides}
+                for t in sorted(topics.values(), key=lambda t: t.name)
+            },
+        }
+        atomic_write(self.data_dir / files.TOPICS_FILE, (json.dumps(doc, indent=1) + "\n").encode())
+
+    def topics(self) -> dict[str, TopicMetadata]:
+        with self._lock:
+            return dict(self._topics)
+
+    def create_topic(
+        self, name: str, partitions: int, overrides: Mapping[str, str] | None = None
+    ) -> TopicMetadata:
+        """Create ``name`` with ``partitions`` empty logs; raises TopicExistsError, InvalidConfigError."""
+        overrides = {k: str(v) for k, v in (overrides or {}).items()}
+        try:
+            files.check_topic_name(name)
+        except ValueError as exc:
+            raise InvalidConfigError(str(exc)) from None
+        if partitions < 1:
+            raise InvalidPartitionsError(f"topic {name} needs at least one partition, got {partitions}")
+        tconf = self.config.topic_config(overrides)
+        with self._lock:
+            if name in self._topics:
+                raise TopicExistsError(f"topic {name!r} already exists")
+            meta = TopicMetadata(name, partitions, overrides, uuid.uuid4())
+            self._write_topics({**self._topics, name: meta})
+            self._topics[name] = meta
+            for p in range(partitions):
+                self._logs[(name, p)] = self._open_log(name, p, tconf, 0, 0, True)
+            fsync_dir(self.data_dir)
+            return meta
+
+    def create_partitions(self, name: str, total: int) -> None:
+        with self._lock:
+            meta = self._meta(name)
+            if total <= meta.partitions:
+                raise InvalidPartitionsError(
+                    f"topic {name} has {meta.partitions} partitions; a new count must be larger, got {total}"
+                )
+            new = TopicMetadata(name, total, meta.overrides, meta.topic_id)
+            self._write_topics({**self._topics, name: new})
+            self._topics[name] = new
+            tconf = self.config.topic_config(meta.overrides)
+            for p in range(meta.partitions, total):
+                self._logs[(name, p)] = self._open_log(name, p, tconf, 0, 0, True)
+
+    def delete_topic(self, name: str) -> None:
+        with self._lock, self._maintenance:
+            meta = self._meta(name)
+            rest = {k: v for k, v in self._topics.items() if k != name}
+            self._write_topics(rest)
+            self._topics = rest
+            for p in range(meta.partitions):
+                lg = self._logs.pop((name, p))
+                lg.abandon()
+                doomed = lg.directory.with_name(
+                    f"{lg.directory.name}.{uuid.uuid4().hex}{files.DELETE_DIR_SUFFIX}"
+                )
+                lg.directory.replace(doomed)
+                shutil.rmtree(doomed, ignore_errors=True)
+            self.cleaner.forget(name)
+            fsync_dir(self.data_dir)
+            self._write_checkpoints()
+
+    def _meta(self, name: str) -> TopicMetadata:
+        try:
+            return self._topics[name]
+        except KeyError:
+            raise UnknownTopicOrPartitionError(f"unknown topic {name!r}") from None
+
+    def topic_config(self, name: str) -> TopicConfig:
+        with self._lock:
+            return self.config.topic_config(self._meta(name).overrides)
+
+    def alter_topic_config(self, name: str, overrides: Mapping[str, str | None]) -> TopicConfig:
+        """Set (or with None remove) overrides; validates the result first, so a bad value changes nothing."""
+        with self._lock:
+            meta = self._meta(name)
+            merged = dict(meta.overrides)
+            for k, v in overrides.items():
+                if v is None:
+                    merged.pop(k, None)
+                else:
+                    merged[k] = str(v)
+            tconf = self.config.topic_config(merged)
+            new = TopicMetadata(name, meta.partitions, merged, meta.topic_id)
+            self._write_topics({**self._topics, name: new})
+            self._topics[name] = new
+            for p in range(meta.partitions):
+                self._logs[(name, p)].update_config(tconf)
+            return tconf
+
+    def get_log(self, topic: str, partition: int) -> Log:
+        try:
+            return self._logs[(topic, partition)]
+        except KeyError:
+            raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}") from None
+
+    def logs(self) -> list[Log]:
+        with self._lock:
+            return list(self._logs.values())
+
+    # -- maintenance ----------------------------------------------------------------------------------------
+
+    def run_retention(self) -> RetentionReport:
+        """One retention pass over every log (start-offset breach, KIP-68, size, time), then remove the
+        files whose file.delete.delay.ms has passed. The broker calls this every
+        log.retention.check.interval.ms."""
+        report = RetentionReport()
+        with self._maintenance:
+            now = self.clock()
+            for lg in self.logs():
+                result = lg.delete_old_segments(now_ms=now, committed_offsets=self.committed_offsets)
+                report.partitions[(lg.topic, lg.partition)] = result
+            if report.segments_deleted:
+                self._write_log_start_offsets()
+            report.files_removed = self.reaper.reap()
+        return report
+
+    def run_cleaner(self) -> CleanerReport | None:
+        """Clean the filthiest compacted log, if any is eligible (see cleaner_manager)."""
+        with self._maintenance:
+            report = self.cleaner.clean_filthiest()
+            self.reaper.reap()
+            return report
+
+    def checkpoint(self) -> None:
+        """Flush every log, then write the recovery-point, high-watermark and log-start checkpoints."""
+        for lg in self.logs():
+            lg.flush()
+        self._write_checkpoints()
+
+    def _write_checkpoints(self) -> None:
+        with self._checkpoint_lock:
+            logs = self.logs()
+            write_offsets(
+                self.data_dir / files.RECOVERY_POINT_CHECKPOINT,
+                {(lg.topic, lg.partition): lg.recovery_point for lg in logs},
+            )
+            write_offsets(
+                self.data_dir / files.REPLICATION_OFFSET_CHECKPOINT,
+                {(lg.topic, lg.partition): lg.high_watermark for lg in logs},
+            )
+            self._write_log_start_offsets_locked(logs)
+
+    def _write_log_start_offsets(self) -> None:
+        with self._checkpoint_lock:
+            self._write_log_start_offsets_locked(self.logs())
+
+    def _write_log_start_offsets_locked(self, logs: list[Log]) -> None:
+        entries = {}
+        for lg in logs:
+            first = lg.local.segments.first.base_offset
+            if lg.log_start_offset > first:
+                entries[(lg.topic, lg.partition)] = lg.log_start_offset
+        write_offsets(self.data_dir / files.LOG_START_OFFSET_CHECKPOINT, entries)

@@ -1,0 +1,416 @@
+"""The v2 record batch (magic 2): header view, CRC-32C validation, record decoding and a batch builder.
+
+Byte layout (Kafka's DefaultRecordBatch), 61-byte header then the records section::
+
+    baseOffset i64 | length i32 | partitionLeaderEpoch i32 | magic i8 | crc u32 | attributes i16 |
+    lastOffsetDelta i32 | baseTimestamp i64 | maxTimestamp i64 | producerId i64 | producerEpoch i16 |
+    baseSequence i32 | count i32 | records...
+
+``length`` counts the bytes after itself; the CRC-32C covers ``attributes`` to the end. baseOffset and
+partitionLeaderEpoch sit before the CRC on purpose: the broker stamps them without recomputing it. The
+produce path only looks at headers; records are decoded where a feature needs them (the cleaner, key
+checks on compacted topics, tombstone detection, timestamp lookups inside a batch).
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import google_crc32c
+
+from ebb_broker.log.compression import Compression, compress, decompress
+from ebb_broker.log.errors import CorruptRecordError
+
+HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = HEADER.size  # 61
+LOG_OVERHEAD = 12  # baseOffset + length: the part of a batch not counted by `length`
+MAGIC = 2
+CRC_START = 21  # attributes onwards is covered by the CRC
+MAX_TS_POS = 35
+BASE_TS_POS = 27
+ATTR_POS = 21
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08  # 1 = LogAppendTime
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40  # KIP-534: baseTimestamp holds the tombstone delete horizon
+
+RECORD_TOMBSTONE_ATTR = 0x01  # Ebb's KIP-87 explicit tombstone: bit 0 of the record attributes byte
+TOMBSTONE_HEADER = "ebb.tombstone"  # ... or this header, for clients that cannot set record attributes
+
+NO_TIMESTAMP = -1
+CREATE_TIME = 0
+LOG_APPEND_TIME = 1
+
+
+class BatchHeader(NamedTuple):
+    """The 61-byte v2 batch header, decoded."""
+
+    base_offset: int
+    length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    count: int
+
+    @property
+    def size(self) -> int:
+        """Bytes of the whole batch on disk."""
+        return self.length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> int:
+        return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_MASK else None
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence < 0:
+            return -1
+        return (self.base_sequence + self.last_offset_delta) % (2**31)
+
+
+def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """Decode the header at ``pos``; the caller guarantees HEADER_SIZE bytes are there."""
+    return BatchHeader._make(HEADER.unpack_from(buf, pos))
+
+
+def crc32c(data: bytes | bytearray | memoryview) -> int:
+    """CRC-32C (Castagnoli) in C; google_crc32c wants a bytes object, so views are copied once."""
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    return google_crc32c.value(data)
+
+
+def validate_batch(buf: bytes | memoryview, pos: int, end: int) -> BatchHeader:
+    """Check framing, magic, CRC-32C and counts of the batch at ``pos``; raise CorruptRecordError."""
+    if end - pos < HEADER_SIZE:
+        raise CorruptRecordError(f"truncated batch header at byte {pos}: {end - pos} bytes left")
+    header = read_header(buf, pos)
+    if header.magic != MAGIC:
+        raise CorruptRecordError(f"batch at byte {pos} has magic {header.magic}; only magic 2 (v2) is stored")
+    if header.length < HEADER_SIZE - LOG_OVERHEAD or pos + header.size > end:
+        raise CorruptRecordError(f"batch at byte {pos} claims length {header.length}, {end - pos} bytes left")
+    if crc32c(buf[pos + CRC_START : pos + header.size]) != header.crc:
+        raise CorruptRecordError(f"batch at byte {pos} fails its CRC-32C check")
+    if header.last_offset_delta < 0 or header.count < 0:
+        raise CorruptRecordError(f"batch at byte {pos} has a negative lastOffsetDelta or count")
+    return header
+
+
+def iter_headers(buf: bytes | memoryview, *, validate: bool = True) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield ``(position, header)`` for every batch of a buffer that must hold whole batches only."""
+    pos, end = 0, len(buf)
+    while pos < end:
+        header = validate_batch(buf, pos, end) if validate else read_header(buf, pos)
+        yield pos, header
+        pos += header.size
+
+
+# -- records -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One decoded record with its absolute offset and timestamp."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    attributes: int = 0
+
+    def is_tombstone(self, null_value_is_tombstone: bool = True) -> bool:
+        """KIP-87 as Ebb defines it: the explicit marker (attribute bit 0 or header), or a null value
+        when tombstone.null.value.enable is true."""
+        if self.attributes & RECORD_TOMBSTONE_ATTR:
+            return True
+        if self.headers and any(k == TOMBSTONE_HEADER for k, _ in self.headers):
+            return True
+        return null_value_is_tombstone and self.value is None
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    b = buf[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    result, shift = b & 0x7F, 7
+    while True:
+        pos += 1
+        b = buf[pos]
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (result >> 1) ^ -(result & 1), pos + 1
+        shift += 7
+        if shift > 63:
+            raise CorruptRecordError("varint too long")
+
+
+def _write_varint(out: bytearray, value: int) -> None:
+    v = (value << 1) ^ (value >> 63)
+    v &= 0xFFFFFFFFFFFFFFFF
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def batch_records_section(batch: bytes | memoryview, header: BatchHeader) -> bytes:
+    """The records section of a batch, decompressed."""
+    return decompress(header.compression, batch[HEADER_SIZE : header.size])
+
+
+def decode_records(batch: bytes | memoryview, header: BatchHeader | None = None) -> list[Record]:
+    """Decode every record of one whole batch (decompressing it if needed)."""
+    if header is None:
+        header = read_header(batch)
+    data = batch_records_section(batch, header)
+    base_offset, base_ts = header.base_offset, header.base_timestamp
+    append_time = header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME else None
+    out: list[Record] = []
+    pos = 0
+    try:
+        for _ in range(header.count):
+            length, pos = _varint(data, pos)
+            end = pos + length
+            attributes = data[pos]
+            ts_delta, p = _varint(data, pos + 1)
+            off_delta, p = _varint(data, p)
+            klen, p = _varint(data, p)
+            key = None if klen < 0 else data[p : p + klen]
+            p += max(klen, 0)
+            vlen, p = _varint(data, p)
+            value = None if vlen < 0 else data[p : p + vlen]
+            p += max(vlen, 0)
+            nheaders, p = _varint(data, p)
+            headers: list[tuple[str, bytes | None]] = []
+            for _h in range(nheaders):
+                hk, p = _varint(data, p)
+                hkey = data[p : p + hk].decode()
+                p += hk
+                hv, p = _varint(data, p)
+                headers.append((hkey, None if hv < 0 else data[p : p + hv]))
+                p += max(hv, 0)
+            if p != end:
+                raise CorruptRecordError(f"record at offset delta {off_delta} has {end - p} stray bytes")
+            pos = end
+            ts = append_time if append_time is not None else base_ts + ts_delta
+            out.append(Record(base_offset + off_delta, ts, key, value, tuple(headers), attributes))
+    except (IndexError, UnicodeDecodeError) as exc:
+        raise CorruptRecordError(f"malformed record in batch at offset {base_offset}: {exc}") from None
+    if pos != len(data):
+        raise CorruptRecordError(
+            f"batch at offset {base_offset} has {len(data) - pos} bytes after its records"
+        )
+    return out
+
+
+def encode_record(
+    out: bytearray,
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]] = (),
+    attributes: int = 0,
+) -> None:
+    """Append one v2 record (length-prefixed) to ``out``."""
+    body = bytearray()
+    body.append(attributes & 0xFF)
+    _write_varint(body, timestamp_delta)
+    _write_varint(body, offset_delta)
+    for field in (key, value):
+        if field is None:
+            _write_varint(body, -1)
+        else:
+            _write_varint(body, len(field))
+            body += field
+    _write_varint(body, len(headers))
+    for hkey, hvalue in headers:
+        raw = hkey.encode()
+        _write_varint(body, len(raw))
+        body += raw
+        if hvalue is None:
+            _write_varint(body, -1)
+        else:
+            _write_varint(body, len(hvalue))
+            body += hvalue
+    _write_varint(out, len(body))
+    out += body
+
+
+def encode_batch(
+    records: Sequence[Record],
+    *,
+    base_offset: int,
+    base_timestamp: int | None = None,
+    max_timestamp: int | None = None,
+    last_offset_delta: int | None = None,
+    compression: Compression = Compression.NONE,
+    timestamp_type: int = CREATE_TIME,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    partition_leader_epoch: int = 0,
+    delete_horizon: bool = False,
+    is_transactional: bool = False,
+    is_control: bool = False,
+) -> bytes:
+    """Encode records (absolute offsets and timestamps) as one v2 batch.
+
+    ``base_timestamp`` defaults to the first record's timestamp; with ``delete_horizon`` it is the horizon
+    and the record deltas are computed against it so absolute timestamps are unchanged (KIP-534).
+    ``last_offset_delta`` lets the cleaner keep an empty batch that still spans its original offsets.
+    """
+    if base_timestamp is None:
+        base_timestamp = records[0].timestamp if records else NO_TIMESTAMP
+    if max_timestamp is None:
+        max_timestamp = max((r.timestamp for r in records), default=NO_TIMESTAMP)
+    if last_offset_delta is None:
+        if not records:
+            raise ValueError("an empty batch needs an explicit last_offset_delta")
+        last_offset_delta = records[-1].offset - base_offset
+    body = bytearray()
+    for r in records:
+        encode_record(
+            body,
+            r.offset - base_offset,
+            r.timestamp - base_timestamp,
+            r.key,
+            r.value,
+            r.headers,
+            r.attributes,
+        )
+    section = compress(compression, bytes(body))
+    attributes = int(compression) & COMPRESSION_MASK
+    if timestamp_type == LOG_APPEND_TIME:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if is_transactional:
+        attributes |= TRANSACTIONAL_MASK
+    if is_control:
+        attributes |= CONTROL_MASK
+    if delete_horizon:
+        attributes |= DELETE_HORIZON_MASK
+    length = HEADER_SIZE - LOG_OVERHEAD + len(section)
+    header = bytearray(
+        HEADER.pack(
+            base_offset,
+            length,
+            partition_leader_epoch,
+            MAGIC,
+            0,
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            len(records),
+        )
+    )
+    crc = google_crc32c.extend(google_crc32c.value(bytes(header[CRC_START:])), section)
+    struct.pack_into(">I", header, 17, crc)
+    return bytes(header) + section
+
+
+@dataclass(frozen=True, slots=True)
+class NewRecord:
+    """A record to produce: what a client hands to the builder (timestamp None = now)."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp: int | None = None
+    attributes: int = 0
+
+
+def build_batch(
+    records: Sequence[NewRecord],
+    *,
+    base_offset: int = 0,
+    compression: Compression = Compression.NONE,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    timestamp_ms: int | None = None,
+) -> bytes:
+    """Build a v2 batch the way a producer does (offset deltas 0..n-1); for the coordinator and tests."""
+    if not records:
+        raise ValueError("a produced batch holds at least one record")
+    now = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+    decoded = [
+        Record(
+            base_offset + i,
+            now if r.timestamp is None else r.timestamp,
+            r.key,
+            r.value,
+            r.headers,
+            r.attributes,
+        )
+        for i, r in enumerate(records)
+    ]
+    return encode_batch(
+        decoded,
+        base_offset=base_offset,
+        compression=compression,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+    )
+
+
+def with_offset(batch: bytes | memoryview, base_offset: int) -> bytes:
+    """A copy of ``batch`` re-stamped at ``base_offset`` (outside the CRC, so it stays valid)."""
+    return struct.pack(">q", base_offset) + bytes(batch[8:])
+
+
+def set_log_append_time(header_bytes: bytearray, batch_rest: bytes | memoryview, now_ms: int) -> None:
+    """Stamp LogAppendTime on a batch whose 61 header bytes are ``header_bytes``: set the timestamp-type
+    bit and maxTimestamp, then recompute the CRC over the new header tail and the untouched records."""
+    attributes = struct.unpack_from(">h", header_bytes, ATTR_POS)[0] | TIMESTAMP_TYPE_MASK
+    struct.pack_into(">h", header_bytes, ATTR_POS, attributes)
+    struct.pack_into(">q", header_bytes, MAX_TS_POS, now_ms)
+    crc = google_crc32c.value(bytes(header_bytes[CRC_START:HEADER_SIZE]))
+    rest = batch_rest if isinstance(batch_rest, bytes) else bytes(batch_rest)
+    struct.pack_into(">I", header_bytes, 17, google_crc32c.extend(crc, rest))

@@ -1,0 +1,117 @@
+"""Which segments a retention pass may delete (Kafka's UnifiedLog.deletableSegments and its predicates).
+
+The walk goes from the oldest segment and stops at the first one that fails, so deletion is always a
+prefix; a segment is taken only if the high watermark is at or above its upper bound (next segment's base,
+or the log end for the last one), and a final empty segment is never taken.
+
+Predicates, in the order a pass applies them (policy ``delete``; a compact-only log gets only the first):
+
+* log start offset breach: the next segment starts at or below the log start offset (DeleteRecords, KIP-107);
+* consumed retention (KIP-68): older than ``retention.commitoffset.ms`` and wholly below the minimum
+  committed offset over every group that committed on the partition; skipped when the provider cannot
+  say (returns None) or no group committed;
+* size: delete the oldest while the log stays at or above ``retention.bytes`` without them;
+* time: ``now - largest timestamp > retention.ms``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ebb_broker.log.segment import Segment
+
+Predicate = Callable[[Segment, Segment | None], bool]
+
+
+class CommittedOffsetProvider(Protocol):
+    """KIP-68's input: the group coordinator implements this; tests feed it directly."""
+
+    def committed_offsets(self, topic: str, partition: int) -> dict[str, int] | None:
+        """group -> committed offset for every group that committed on this partition; None when any
+        offset cannot be determined (the partition is then skipped, fail closed)."""
+        ...
+
+
+class RetentionReason(enum.Enum):
+    LOG_START_OFFSET_BREACH = "log-start-offset-breach"
+    CONSUMED = "consumed"  # KIP-68
+    SIZE = "retention-bytes"
+    TIME = "retention-ms"
+
+
+@dataclass
+class RetentionResult:
+    """What one retention pass over one log deleted."""
+
+    segments: int = 0
+    bytes: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+    consumed_skipped: bool = False  # KIP-68 wanted to run but the committed offsets were unknown
+
+    def add(self, reason: RetentionReason, segments: Sequence[Segment]) -> None:
+        if segments:
+            self.segments += len(segments)
+            self.bytes += sum(s.size for s in segments)
+            self.by_reason[reason.value] = self.by_reason.get(reason.value, 0) + len(segments)
+
+
+def deletable_segments(
+    segments: Sequence[Segment], log_end_offset: int, high_watermark: int, predicate: Predicate
+) -> list[Segment]:
+    """The longest prefix of ``segments`` that ``predicate`` accepts, bounded by the high watermark."""
+    out: list[Segment] = []
+    for i, seg in enumerate(segments):
+        nxt = segments[i + 1] if i + 1 < len(segments) else None
+        upper = nxt.base_offset if nxt is not None else log_end_offset
+        last_and_empty = nxt is None and seg.size == 0
+        if high_watermark >= upper and not last_and_empty and predicate(seg, nxt):
+            out.append(seg)
+        else:
+            break
+    return out
+
+
+def start_offset_breach(log_start_offset: int) -> Predicate:
+    return lambda seg, nxt: nxt is not None and nxt.base_offset <= log_start_offset
+
+
+def time_breach(now_ms: int, retention_ms: int) -> Predicate:
+    return lambda seg, nxt: retention_ms >= 0 and now_ms - seg.largest_timestamp > retention_ms
+
+
+def size_breach(total_size: int, retention_bytes: int) -> Predicate:
+    diff = total_size - retention_bytes
+
+    def pred(seg: Segment, nxt: Segment | None) -> bool:
+        nonlocal diff
+        if retention_bytes < 0 or total_size < retention_bytes:
+            return False
+        if diff - seg.size >= 0:
+            diff -= seg.size
+            return True
+        return False
+
+    return pred
+
+
+def consumed_breach(now_ms: int, commitoffset_ms: int, min_committed: int, log_end_offset: int) -> Predicate:
+    """KIP-68: old enough AND every record of the segment is below every group's committed offset."""
+
+    def pred(seg: Segment, nxt: Segment | None) -> bool:
+        upper = nxt.base_offset if nxt is not None else log_end_offset
+        return now_ms - seg.largest_timestamp > commitoffset_ms and upper <= min_committed
+
+    return pred
+
+
+def min_committed_offset(provider: CommittedOffsetProvider | None, topic: str, partition: int) -> int | None:
+    """The minimum committed offset over every group on the partition, or None to skip (fail closed)."""
+    if provider is None:
+        return None
+    offsets = provider.committed_offsets(topic, partition)
+    if not offsets:
+        return None
+    return min(offsets.values())

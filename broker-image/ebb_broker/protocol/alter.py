@@ -1,0 +1,44 @@
+"""The shared step of AlterConfigs and IncrementalAlterConfigs: compute, validate, apply."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError
+
+from ebb_broker.log.errors import LogError
+from ebb_broker.protocol.configs import RESOURCE_BROKER, RESOURCE_TOPIC, render, topic_overrides
+from ebb_broker.protocol.context import Broker
+from ebb_broker.protocol.errors import error_code
+
+log = logging.getLogger(__name__)
+
+# (current overrides, effective configs as strings) -> the new overrides
+Change = Callable[[dict[str, str], dict[str, str]], dict[str, str]]
+
+
+def apply_topic_overrides(
+    broker: Broker, resource_type: int, name: str, change: Change, validate_only: bool
+) -> tuple[int, str | None]:
+    """Apply `change(old_overrides, effective)` to a topic; (error code, message)."""
+    if resource_type == RESOURCE_BROKER:
+        return InvalidRequestError.errno, "dynamic broker configs are not supported; use --config at start"
+    if resource_type != RESOURCE_TOPIC:
+        return InvalidRequestError.errno, f"resource type {resource_type} is not supported"
+    if name not in broker.logs.topics():
+        return UnknownTopicOrPartitionError.errno, f"topic {name!r} does not exist"
+    old = topic_overrides(broker, name)
+    try:
+        effective = {k: render(v) or "" for k, v in broker.logs.topic_config(name).to_props().items()}
+        new = change(old, effective)
+        broker.config.topic_config(new)  # validates the whole result; raises InvalidConfigError
+        if not validate_only:
+            delta: dict[str, str | None] = {k: None for k in old if k not in new}
+            delta.update({k: v for k, v in new.items() if old.get(k) != v})
+            if delta:
+                broker.logs.alter_topic_config(name, delta)
+                log.info("topic %s configs changed: %s", name, delta)
+    except LogError as exc:
+        return error_code(exc), str(exc)
+    return 0, None

@@ -1,0 +1,48 @@
+"""AlterConfigs: v0-2 (API key 33)
+
+Behaviour:
+- Topic resources: the given configs replace every override of the topic (keys not named go
+  back to their defaults), as Kafka's non-incremental AlterConfigs does. Validated as a whole
+  first: a bad key or value answers INVALID_CONFIG naming it and changes nothing.
+- validate_only checks without applying. Broker resources are refused with INVALID_REQUEST
+  (dynamic broker configs are not supported); unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+
+Version notes:
+- v1: no change. v2: flexible.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ebb_broker.protocol.alter import apply_topic_overrides
+from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.registry import register
+
+API_KEY = 33
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    cls = ctx.response_class
+    out = []
+    for res in request.resources:
+        new = {c.name: c.value for c in res.configs}
+        err, msg = apply_topic_overrides(
+            ctx.broker,
+            res.resource_type,
+            res.resource_name,
+            lambda old, effective, new=new: new,
+            request.validate_only,
+        )
+        out.append(
+            cls.AlterConfigsResourceResponse(
+                error_code=err,
+                error_message=msg,
+                resource_type=res.resource_type,
+                resource_name=res.resource_name,
+            )
+        )
+    return ctx.response(throttle_time_ms=0, responses=out)
+
+
+register(API_KEY, 0, 2, handle)

@@ -1,0 +1,84 @@
+"""What a handler sees: the broker's state owners and the header of the request it answers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ebb_broker.config import BrokerConfig
+    from ebb_broker.coordinator.group_coordinator import GroupCoordinator
+    from ebb_broker.coordinator.producer_ids import ProducerIdManager
+    from ebb_broker.log import LogManager
+    from ebb_broker.metrics import BrokerMetrics
+    from ebb_broker.protocol.registry import ApiSpec
+
+
+@dataclass(frozen=True)
+class BrokerIdentity:
+    """How this broker names itself in Metadata, FindCoordinator and DescribeCluster."""
+
+    node_id: int
+    host: str
+    port: int
+    cluster_id: str
+
+
+class AppendSignal:
+    """Wakes long-polling fetches when a produce appends (Kafka's delayed-fetch purgatory, simplified)."""
+
+    def __init__(self) -> None:
+        self._waiter: asyncio.Future[None] | None = None
+
+    def notify(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        self._waiter = None
+
+    async def wait(self, seconds: float) -> None:
+        """Return at the next append or after `seconds`, whichever comes first."""
+        if self._waiter is None:
+            self._waiter = asyncio.get_running_loop().create_future()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._waiter), seconds)
+
+
+@dataclass
+class Broker:
+    """The single owner of mutable state; handlers change it only through `logs` and `groups`.
+
+    Every handler runs on the one event loop (franz-go kfake's single cluster loop), so the state
+    needs no locks beyond the ones the log engine takes for its worker-thread retention and cleaner.
+    """
+
+    identity: BrokerIdentity
+    config: BrokerConfig
+    logs: LogManager
+    groups: GroupCoordinator
+    metrics: BrokerMetrics
+    producer_ids: ProducerIdManager
+    data_dir: Path
+    appended: AppendSignal = field(default_factory=AppendSignal)
+
+
+@dataclass
+class RequestContext:
+    """One decoded request: the broker, the API spec that serves it, and the header fields."""
+
+    broker: Broker
+    spec: ApiSpec
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    client_host: str
+
+    def response(self, **fields: Any) -> Any:
+        """A response body of this request's API at this request's version."""
+        return self.spec.messages.response[self.api_version](**fields)
+
+    @property
+    def response_class(self) -> Any:
+        return self.spec.messages.response[self.api_version]

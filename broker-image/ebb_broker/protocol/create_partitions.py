@@ -1,0 +1,58 @@
+"""CreatePartitions: v0-3 (API key 37)
+
+Behaviour:
+- Grows a topic to `count` partitions; a count not above the current one gets INVALID_PARTITIONS,
+  an unknown topic UNKNOWN_TOPIC_OR_PARTITION, assignments naming another broker
+  INVALID_REPLICA_ASSIGNMENT. validate_only checks without creating.
+
+Version notes:
+- v1: no change. v2: flexible. v3: no change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.errors import (
+    InvalidPartitionsError,
+    InvalidReplicationAssignmentError,
+    UnknownTopicOrPartitionError,
+)
+
+from ebb_broker.log.errors import LogError
+from ebb_broker.protocol.context import Broker, RequestContext
+from ebb_broker.protocol.errors import error_code
+from ebb_broker.protocol.registry import register
+
+API_KEY = 37
+
+
+def _grow(broker: Broker, t: Any, validate_only: bool) -> tuple[int, str | None]:
+    meta = broker.logs.topics().get(t.name)
+    if meta is None:
+        return UnknownTopicOrPartitionError.errno, f"topic {t.name!r} does not exist"
+    current = meta.partitions
+    if t.count <= current:
+        return InvalidPartitionsError.errno, f"topic {t.name!r} has {current} partitions; asked for {t.count}"
+    me = broker.identity.node_id
+    if t.assignments and any(list(a.broker_ids) != [me] for a in t.assignments):
+        return InvalidReplicationAssignmentError.errno, f"replicas must be exactly [{me}]"
+    if validate_only:
+        return 0, None
+    try:
+        broker.logs.create_partitions(t.name, t.count)
+    except LogError as exc:
+        return error_code(exc), str(exc)
+    return 0, None
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    cls = ctx.response_class
+    results = []
+    for t in request.topics:
+        err, msg = _grow(ctx.broker, t, request.validate_only)
+        results.append(cls.CreatePartitionsTopicResult(name=t.name, error_code=err, error_message=msg))
+    return ctx.response(throttle_time_ms=0, results=results)
+
+
+register(API_KEY, 0, 3, handle)

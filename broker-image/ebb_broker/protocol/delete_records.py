@@ -1,0 +1,59 @@
+"""DeleteRecords: v0-2 (API key 21)
+
+Behaviour:
+- KIP-107: moves each partition's log start offset (low watermark) to the requested offset, answers
+  the new low watermark; offset -1 means the high watermark. Deletion is idempotent and never
+  moves the low watermark backwards: an offset below it answers the current one.
+- Per-partition errors as Kafka returns them: OFFSET_OUT_OF_RANGE above the high watermark (or
+  below -1), POLICY_VIOLATION on a topic whose cleanup.policy lacks `delete`,
+  UNKNOWN_TOPIC_OR_PARTITION for unknown partitions; low_watermark -1 with any error.
+- Segments wholly below the new low watermark are removed by the next retention pass.
+
+Version notes:
+- v1: no change. v2: flexible.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
+
+from ebb_broker.log.errors import LogError
+from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.errors import error_code
+from ebb_broker.protocol.registry import register
+from ebb_broker.protocol.topics import has_partition
+
+API_KEY = 21
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    logs = ctx.broker.logs
+    topics = logs.topics()
+    cls = ctx.response_class
+    T = cls.DeleteRecordsTopicResult
+    P = T.DeleteRecordsPartitionResult
+    out = []
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            err, low = 0, -1
+            if not has_partition(topics, t.name, p.partition_index):
+                err = UnknownTopicOrPartitionError.errno
+            elif p.offset < -1:
+                err = OffsetOutOfRangeError.errno
+            else:
+                plog = logs.get_log(t.name, p.partition_index)
+                before = plog.log_start_offset
+                try:
+                    low = plog.delete_records(plog.high_watermark if p.offset == -1 else p.offset)
+                    ctx.broker.metrics.records_deleted.labels("delete_records").inc(max(low - before, 0))
+                except LogError as exc:
+                    err, low = error_code(exc), -1
+            parts.append(P(partition_index=p.partition_index, low_watermark=low, error_code=err))
+        out.append(T(name=t.name, partitions=parts))
+    return ctx.response(throttle_time_ms=0, topics=out)
+
+
+register(API_KEY, 0, 2, handle)

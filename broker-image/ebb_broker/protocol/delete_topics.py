@@ -1,0 +1,55 @@
+"""DeleteTopics: v1-6 (API key 20)
+
+Behaviour:
+- Deletes the topic's partitions and data at once (Kafka renames to -delete and removes async).
+- `__consumer_offsets` is refused with INVALID_REQUEST: deleting it would lose every group's
+  offsets. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION; deletion by topic id (v6) answers
+  UNKNOWN_TOPIC_ID, since topic ids are not implemented.
+
+Version notes:
+- v1: throttle time. v4: flexible. v5: error message. v6: topics by name or id.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kafka.errors import InvalidRequestError, UnknownTopicIdError, UnknownTopicOrPartitionError
+
+from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC
+from ebb_broker.log.errors import LogError
+from ebb_broker.protocol.context import Broker, RequestContext
+from ebb_broker.protocol.errors import error_code
+from ebb_broker.protocol.registry import register
+
+API_KEY = 20
+log = logging.getLogger(__name__)
+
+
+def _delete(broker: Broker, name: str | None) -> tuple[int, str | None]:
+    if name is None:
+        return UnknownTopicIdError.errno, "topic ids are not supported: delete by name"
+    if name == OFFSETS_TOPIC:
+        return InvalidRequestError.errno, f"{OFFSETS_TOPIC} holds every group's offsets and cannot be deleted"
+    if name not in broker.logs.topics():
+        return UnknownTopicOrPartitionError.errno, f"topic {name!r} does not exist"
+    try:
+        broker.logs.delete_topic(name)
+        log.info("deleted topic %s", name)
+    except LogError as exc:
+        return error_code(exc), str(exc)
+    return 0, None
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    cls = ctx.response_class
+    names = [t.name for t in request.topics] if ctx.api_version >= 6 else list(request.topic_names)
+    results = []
+    for name in names:
+        err, msg = _delete(ctx.broker, name)
+        results.append(cls.DeletableTopicResult(name=name, error_code=err, error_message=msg))
+    return ctx.response(throttle_time_ms=0, responses=results)
+
+
+register(API_KEY, 1, 6, handle)

@@ -1,0 +1,105 @@
+"""Fetch: v4-12 (API key 1)
+
+Behaviour:
+- Whole batches from the one containing the fetch offset (the engine's read), up to the
+  partition and request byte limits; the first non-empty partition always gets at least one
+  batch even if it is larger (KIP-74), so a consumer never stalls on a large batch.
+- A fetch below the log start offset, or above the log end offset, gets OFFSET_OUT_OF_RANGE;
+  every partition carries log_start_offset (KIP-107) so consumers see the low watermark move.
+- Record bytes go from the segment files to the socket with os.sendfile (zero_copy.py).
+- Long poll: when fewer than min_bytes are available the response waits for a produce or
+  max_wait_ms, whichever comes first.
+- Sessions (KIP-227) are not created: session id 0 in the response tells the client to keep
+  sending full fetch requests, which every client supports.
+- read_committed equals read_uncommitted: there are no transactions, so LSO = high watermark.
+
+Version notes:
+- v4: isolation level, last stable offset, aborted transactions (always empty).
+- v5: log start offset. v7: sessions (answered sessionless). v9: current leader epoch (ignored).
+- v11: rack id / preferred read replica (-1). v12: flexible, diverging epoch (not computed).
+- v13+ (topic ids) is not advertised.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kafka.errors import UnknownTopicOrPartitionError
+
+from ebb_broker.log.errors import LogError
+from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.errors import error_code
+from ebb_broker.protocol.registry import register
+from ebb_broker.protocol.topics import has_partition
+from ebb_broker.protocol.zero_copy import FileRecords, ZeroCopyResponse
+
+API_KEY = 1
+
+
+def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int, list[FileRecords]]:
+    broker = ctx.broker
+    cls = ctx.response_class
+    T = cls.FetchableTopicResponse
+    P = T.PartitionData
+    topics = broker.logs.topics()
+    budget = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
+    total = 0
+    responses = []
+    files: list[FileRecords] = []
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            err, hw, start, records, size = 0, -1, -1, b"", 0
+            if not has_partition(topics, t.topic, p.partition):
+                err = UnknownTopicOrPartitionError.errno
+            else:
+                plog = broker.logs.get_log(t.topic, p.partition)
+                try:
+                    limit = min(p.partition_max_bytes, budget) if total else p.partition_max_bytes
+                    if limit > 0:
+                        result = plog.read(p.fetch_offset, limit)
+                        hw, start = result.high_watermark, result.log_start_offset
+                        if result.slices:
+                            fr = FileRecords(list(result.slices))
+                            files.append(fr)
+                            records, size = fr.placeholder(), fr.length
+                    else:
+                        hw, start = plog.high_watermark, plog.log_start_offset
+                except LogError as exc:
+                    err = error_code(exc)
+                    hw, start = plog.high_watermark, plog.log_start_offset
+            total += size
+            budget = max(budget - size, 0)
+            parts.append(
+                P(
+                    partition_index=p.partition,
+                    error_code=err,
+                    high_watermark=hw,
+                    last_stable_offset=hw,
+                    log_start_offset=start,
+                    aborted_transactions=[],
+                    preferred_read_replica=-1,
+                    records=records,
+                )
+            )
+        responses.append(T(topic=t.topic, partitions=parts))
+    return responses, total, files
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
+    while True:
+        responses, total, files = _read_all(ctx, request)
+        errors = any(p.error_code for t in responses for p in t.partitions)
+        remaining = deadline - time.monotonic()
+        if total >= request.min_bytes or errors or remaining <= 0:
+            break
+        for fr in files:
+            fr.close()
+        await ctx.broker.appended.wait(remaining)
+    body = ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=responses)
+    return ZeroCopyResponse(body, files) if files else body
+
+
+register(API_KEY, 4, 12, handle)

@@ -1,0 +1,31 @@
+"""Heartbeat: v0-4 (API key 12)
+
+Behaviour:
+- Keeps the member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin.
+- UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION as Kafka's classic coordinator returns them.
+
+Version notes:
+- v1: throttle time. v3: group instance id. v4: flexible.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.registry import register
+
+API_KEY = 12
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    error = ctx.broker.groups.heartbeat(
+        request.group_id,
+        request.generation_id,
+        request.member_id,
+        request.group_instance_id if ctx.api_version >= 3 else None,
+    )
+    return ctx.response(throttle_time_ms=0, error_code=error)
+
+
+register(API_KEY, 0, 4, handle)

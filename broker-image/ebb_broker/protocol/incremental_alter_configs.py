@@ -1,0 +1,77 @@
+"""IncrementalAlterConfigs: v0-1 (API key 44)
+
+Behaviour:
+- Topic resources, operations SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) on the topic's
+  overrides (APPEND/SUBTRACT only for list configs: cleanup.policy), KIP-339. The result is
+  validated as a whole: a bad key or value answers INVALID_CONFIG and changes nothing.
+- validate_only checks without applying. Broker resources are refused with INVALID_REQUEST
+  (dynamic broker configs are not supported); unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+
+Version notes:
+- v1: flexible.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ebb_broker.log.errors import InvalidConfigError
+from ebb_broker.protocol.alter import apply_topic_overrides
+from ebb_broker.protocol.configs import LIST_KEYS
+from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.registry import register
+
+API_KEY = 44
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def _apply(
+    ops: list[tuple[str, int, str | None]], old: dict[str, str], effective: dict[str, str]
+) -> dict[str, str]:
+    new = dict(old)
+    for key, op, value in ops:
+        if op == SET:
+            if value is None:
+                raise InvalidConfigError(f"config {key!r}: SET needs a value")
+            new[key] = value
+        elif op == DELETE:
+            new.pop(key, None)
+        elif op in (APPEND, SUBTRACT):
+            if key not in LIST_KEYS:
+                raise InvalidConfigError(f"config {key!r} is not a list: APPEND/SUBTRACT do not apply")
+            items = [i for i in new.get(key, effective.get(key, "")).split(",") if i]
+            for item in (value or "").split(","):
+                if op == APPEND and item and item not in items:
+                    items.append(item)
+                elif op == SUBTRACT and item in items:
+                    items.remove(item)
+            new[key] = ",".join(items)
+        else:
+            raise InvalidConfigError(f"config {key!r}: unknown operation {op}")
+    return new
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    cls = ctx.response_class
+    out = []
+    for res in request.resources:
+        ops = [(c.name, c.config_operation, c.value) for c in res.configs]
+        err, msg = apply_topic_overrides(
+            ctx.broker,
+            res.resource_type,
+            res.resource_name,
+            lambda old, effective, ops=ops: _apply(ops, old, effective),
+            request.validate_only,
+        )
+        out.append(
+            cls.AlterConfigsResourceResponse(
+                error_code=err,
+                error_message=msg,
+                resource_type=res.resource_type,
+                resource_name=res.resource_name,
+            )
+        )
+    return ctx.response(throttle_time_ms=0, responses=out)
+
+
+register(API_KEY, 0, 1, handle)

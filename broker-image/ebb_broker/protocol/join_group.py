@@ -1,0 +1,59 @@
+"""JoinGroup: v0-9 (API key 11)
+
+Behaviour:
+- Classic protocol only. A member without an id gets MEMBER_ID_REQUIRED and an id to rejoin with
+  (v4+, KIP-394); static members (group.instance.id, KIP-345) get an id at once.
+- The response waits until every known member has rejoined or the rebalance timeout passes;
+  members that did not rejoin by then are removed.
+- The leader receives every member's metadata for the chosen protocol; followers get none.
+
+Version notes:
+- v1: rebalance timeout (session timeout used before it, as Kafka does).
+- v4: MEMBER_ID_REQUIRED.
+- v5: group instance id.
+- v6: flexible. v7: protocol type in the response. v8: reason. v9: skip assignment (always false).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.registry import register
+
+API_KEY = 11
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    result = await ctx.broker.groups.join(
+        group_id=request.group_id,
+        member_id=request.member_id or "",
+        group_instance_id=request.group_instance_id if ctx.api_version >= 5 else None,
+        client_id=ctx.client_id or "",
+        client_host="/" + ctx.client_host,
+        session_timeout_ms=request.session_timeout_ms,
+        rebalance_timeout_ms=request.rebalance_timeout_ms
+        if ctx.api_version >= 1
+        else request.session_timeout_ms,
+        protocol_type=request.protocol_type,
+        protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
+        require_known_member_id=ctx.api_version >= 4,
+    )
+    cls = ctx.response_class
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=result.error,
+        generation_id=result.generation,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol if ctx.api_version >= 7 or result.protocol else "",
+        leader=result.leader,
+        skip_assignment=False,
+        member_id=result.member_id,
+        members=[
+            cls.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=meta)
+            for m, i, meta in result.members
+        ],
+    )
+
+
+register(API_KEY, 0, 9, handle)

@@ -1,0 +1,68 @@
+"""ListOffsets: v1-7 (API key 2)
+
+Behaviour:
+- Timestamp -2 (EARLIEST) answers the log start offset (KIP-107), -1 (LATEST) the high
+  watermark, -3 (MAX_TIMESTAMP, KIP-734) the offset of the largest timestamp; any other
+  timestamp the first offset whose timestamp is at or after it (the time index), or offset -1
+  and timestamp -1 when no record is that recent.
+- Errors are per partition.
+
+Version notes:
+- v1: single offset and timestamp (v0's offset arrays are not advertised).
+- v2: isolation level (read_committed = read_uncommitted: no transactions). v4: leader epoch.
+- v6: flexible. v7: MAX_TIMESTAMP. v8+ (-4 local / -5 tiered) are not advertised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.errors import UnknownTopicOrPartitionError
+
+from ebb_broker.log.errors import LogError
+from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.errors import error_code
+from ebb_broker.protocol.registry import register
+from ebb_broker.protocol.topics import has_partition
+
+API_KEY = 2
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    logs = ctx.broker.logs
+    topics = logs.topics()
+    cls = ctx.response_class
+    T = cls.ListOffsetsTopicResponse
+    P = T.ListOffsetsPartitionResponse
+    out = []
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            err, offset, ts = 0, -1, -1
+            if not has_partition(topics, t.name, p.partition_index):
+                err = UnknownTopicOrPartitionError.errno
+            else:
+                try:
+                    found = logs.get_log(t.name, p.partition_index).offset_for_timestamp(p.timestamp)
+                    if found is not None:
+                        offset, ts = found
+                except LogError as exc:
+                    err = error_code(exc)
+            parts.append(
+                P(
+                    partition_index=p.partition_index,
+                    error_code=err,
+                    timestamp=ts,
+                    offset=offset,
+                    leader_epoch=0 if found_ok(err, offset) else -1,
+                )
+            )
+        out.append(T(name=t.name, partitions=parts))
+    return ctx.response(throttle_time_ms=0, topics=out)
+
+
+def found_ok(err: int, offset: int) -> bool:
+    return err == 0 and offset >= 0
+
+
+register(API_KEY, 1, 7, handle)

@@ -1,0 +1,78 @@
+"""OffsetCommit: v2-9 (API key 8)
+
+Behaviour:
+- Generation -1 with an empty member id commits for an empty (or unknown) group, as the admin
+  client and standalone consumers do; otherwise the member and generation must be current.
+- Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest are written to
+  `__consumer_offsets` (OffsetCommitValue v3) in one batch before the response.
+- Metadata longer than 4096 bytes gets OFFSET_METADATA_TOO_LARGE (offset.metadata.max.bytes).
+
+Version notes:
+- v2-4: retention time, ignored (Kafka 2.1+ keeps offsets by offsets.retention.minutes).
+- v3: throttle time. v6: leader epoch. v7: group instance id. v8: flexible.
+- v10 (topic ids) is not advertised.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kafka.errors import OffsetMetadataTooLargeError, UnknownTopicOrPartitionError
+
+from ebb_broker.coordinator.group_coordinator import CommittedOffset
+from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.registry import register
+from ebb_broker.protocol.topics import has_partition
+
+API_KEY = 8
+MAX_METADATA_BYTES = 4096
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    groups = ctx.broker.groups
+    topics = ctx.broker.logs.topics()
+    group_error = groups.check_commit(
+        request.group_id,
+        request.generation_id_or_member_epoch,
+        request.member_id or "",
+        request.group_instance_id if ctx.api_version >= 7 else None,
+    )
+    now = int(time.time() * 1000)
+    commits: dict[tuple[str, int], CommittedOffset] = {}
+    errors: dict[tuple[str, int], int] = {}
+    for t in request.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            metadata = p.committed_metadata or ""
+            if group_error:
+                errors[tp] = group_error
+            elif not has_partition(topics, t.name, p.partition_index):
+                errors[tp] = UnknownTopicOrPartitionError.errno
+            elif len(metadata.encode()) > MAX_METADATA_BYTES:
+                errors[tp] = OffsetMetadataTooLargeError.errno
+            else:
+                epoch = p.committed_leader_epoch if ctx.api_version >= 6 else -1
+                commits[tp] = CommittedOffset(p.committed_offset, epoch, metadata, now)
+                errors[tp] = 0
+    if commits:
+        groups.commit(request.group_id, commits)
+    cls = ctx.response_class
+    return ctx.response(
+        throttle_time_ms=0,
+        topics=[
+            cls.OffsetCommitResponseTopic(
+                name=t.name,
+                partitions=[
+                    cls.OffsetCommitResponseTopic.OffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)]
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ],
+    )
+
+
+register(API_KEY, 2, 9, handle)

@@ -1,0 +1,92 @@
+"""OffsetFetch: v1-9 (API key 9)
+
+Behaviour:
+- Null topics (v2+) return every committed offset of the group.
+- A partition without a commit answers offset -1, error NONE, as Kafka does.
+- v8+ batches several groups (KIP-709), each with its own error.
+- require_stable (v7) is satisfied trivially: there are no pending transactional commits.
+
+Version notes:
+- v2: null topics = all, top-level error. v3: throttle time. v5: leader epoch.
+- v6: flexible. v7: require stable. v8: groups array. v9: member id/epoch (KIP-848, ignored).
+- v10 (topic ids) is not advertised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.registry import register
+
+API_KEY = 9
+
+
+def _partitions(ctx: RequestContext, group_id: str, topics: Any) -> dict[str, list[tuple[int, Any]]]:
+    committed = ctx.broker.groups.fetch(group_id)
+    out: dict[str, list[tuple[int, Any]]] = {}
+    if topics is None:
+        for (topic, partition), c in sorted(committed.items()):
+            out.setdefault(topic, []).append((partition, c))
+        return out
+    for t in topics:
+        out[t.name] = [(p, committed.get((t.name, p))) for p in t.partition_indexes]
+    return out
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    cls = ctx.response_class
+    if ctx.api_version >= 8:
+        T = cls.OffsetFetchResponseGroup.OffsetFetchResponseTopics
+        P = T.OffsetFetchResponsePartitions
+        return ctx.response(
+            throttle_time_ms=0,
+            groups=[
+                cls.OffsetFetchResponseGroup(
+                    group_id=g.group_id,
+                    error_code=0,
+                    topics=[
+                        T(
+                            name=topic,
+                            partitions=[
+                                P(
+                                    partition_index=p,
+                                    committed_offset=c.offset if c else -1,
+                                    committed_leader_epoch=c.leader_epoch if c else -1,
+                                    metadata=c.metadata if c else "",
+                                    error_code=0,
+                                )
+                                for p, c in parts
+                            ],
+                        )
+                        for topic, parts in _partitions(ctx, g.group_id, g.topics).items()
+                    ],
+                )
+                for g in request.groups
+            ],
+        )
+    T = cls.OffsetFetchResponseTopic
+    P = T.OffsetFetchResponsePartition
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=0,
+        topics=[
+            T(
+                name=topic,
+                partitions=[
+                    P(
+                        partition_index=p,
+                        committed_offset=c.offset if c else -1,
+                        committed_leader_epoch=c.leader_epoch if c else -1,
+                        metadata=c.metadata if c else "",
+                        error_code=0,
+                    )
+                    for p, c in parts
+                ],
+            )
+            for topic, parts in _partitions(ctx, request.group_id, request.topics).items()
+        ],
+    )
+
+
+register(API_KEY, 1, 9, handle)

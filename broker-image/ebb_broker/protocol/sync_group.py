@@ -1,0 +1,40 @@
+"""SyncGroup: v0-5 (API key 14)
+
+Behaviour:
+- The leader's request carries every member's assignment; it is stored in `__consumer_offsets`
+  (GroupMetadataValue) before the group becomes Stable and the followers' requests return.
+- Followers wait for the leader; a new rebalance answers them with REBALANCE_IN_PROGRESS.
+
+Version notes:
+- v3: group instance id. v4: flexible. v5: protocol type and name (echoed back).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.registry import register
+
+API_KEY = 14
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    error, assignment = await ctx.broker.groups.sync(
+        group_id=request.group_id,
+        generation=request.generation_id,
+        member_id=request.member_id,
+        group_instance_id=request.group_instance_id if ctx.api_version >= 3 else None,
+        assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
+    )
+    group = ctx.broker.groups.groups.get(request.group_id)
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=error,
+        protocol_type=group.protocol_type if group else None,
+        protocol_name=group.protocol if group else None,
+        assignment=assignment,
+    )
+
+
+register(API_KEY, 0, 5, handle)

@@ -1,0 +1,11 @@
+# The log engine (broker-image/ebb_broker/log): its demonstration and benchmark.
+
+.PHONY: demo-engine bench-log
+
+# Until the broker exists, `make demo` demonstrates the engine on its own.
+demo-engine: venv
+	@echo "==> log engine demo: a topic in a temp data dir, DeleteRecords, a retention pass, a restart"
+	$(PY) demo/engine_demo.py
+
+bench-log: venv
+	$(PY) -m bench log

@@ -1,0 +1,60 @@
+"""Fixtures of the compat tier: a real ebb-broker process and the three real clients.
+
+The process launcher lives in tests/harness/ebb_broker.py so other tiers reuse it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from tests.compat.clients import CLIENTS, Client
+from tests.harness.ebb_broker import EbbBroker
+
+# Small __consumer_offsets keeps each broker start quick; the layout is the same as with 50.
+FAST_BROKER = {"offsets.topic.num.partitions": "4"}
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EbbBroker]:
+    """One broker shared by the scenarios that do not restart it."""
+    root = tmp_path_factory.mktemp("ebb-shared")
+    b = EbbBroker(root / "data", configs=FAST_BROKER)
+    b.start()
+    yield b
+    assert b.stop() == 0, "ebb-broker did not shut down cleanly on SIGTERM"
+
+
+@pytest.fixture
+def broker_factory(tmp_path: Path) -> Iterator[Callable[..., EbbBroker]]:
+    """Brokers of their own (restarts, kill -9, special configs); all stopped at teardown."""
+    started: list[EbbBroker] = []
+
+    def make(configs: dict[str, str] | None = None, name: str = "data") -> EbbBroker:
+        b = EbbBroker(tmp_path / name, configs={**FAST_BROKER, **(configs or {})}, log_dir=tmp_path)
+        b.start()
+        started.append(b)
+        return b
+
+    yield make
+    for b in started:
+        b.kill() if not b.alive() else b.stop()
+
+
+@pytest.fixture(params=sorted(CLIENTS))
+def client_cls(request: pytest.FixtureRequest) -> type[Client]:
+    return CLIENTS[request.param]  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def client(client_cls: type[Client], broker: EbbBroker) -> Iterator[Client]:
+    c = client_cls(broker.bootstrap)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def topic() -> str:
+    return f"t-{uuid.uuid4().hex[:12]}"

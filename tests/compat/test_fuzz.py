@@ -1,0 +1,171 @@
+"""Mutated request frames never crash the broker, never stall other clients, never touch stored data."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kafka.protocol.consumer.fetch import FetchRequest
+from kafka.protocol.consumer.offsets import ListOffsetsRequest
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.producer.produce import ProduceRequest
+from kafka.record.memory_records import MemoryRecordsBuilder
+from tests.compat.clients import CLIENTS
+from tests.compat.wire import Wire
+from tests.harness.ebb_broker import EbbBroker
+
+KEEP = "fuzz-keep"
+SCRATCH = "fuzz-scratch-topic"
+
+
+def _batch(values: list[bytes]) -> bytes:
+    b = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 20)
+    for v in values:
+        b.append(0, None, v)
+    b.close()
+    return bytes(b.buffer())
+
+
+def _seeds() -> list[bytes]:
+    w = Wire.__new__(Wire)
+    w.correlation = 0
+    P = ProduceRequest[9]
+    F = FetchRequest[12]
+    L = ListOffsetsRequest[7]
+    return [
+        w.frame(ApiVersionsRequest[3](client_software_name="fuzz", client_software_version="1"), 3),
+        w.frame(
+            MetadataRequest[12](
+                topics=[MetadataRequest[12].MetadataRequestTopic(name=KEEP)], allow_auto_topic_creation=False
+            ),
+            12,
+        ),
+        w.frame(
+            P(
+                transactional_id=None,
+                acks=1,
+                timeout_ms=1000,
+                topic_data=[
+                    P.TopicProduceData(
+                        name=SCRATCH,
+                        partition_data=[
+                            P.TopicProduceData.PartitionProduceData(index=0, records=_batch([b"x"] * 3))
+                        ],
+                    )
+                ],
+            ),
+            9,
+        ),
+        w.frame(
+            F(
+                replica_id=-1,
+                max_wait_ms=10,
+                min_bytes=1,
+                max_bytes=1 << 20,
+                isolation_level=0,
+                session_id=0,
+                session_epoch=-1,
+                topics=[
+                    F.FetchTopic(
+                        topic=KEEP,
+                        partitions=[
+                            F.FetchTopic.FetchPartition(
+                                partition=0,
+                                fetch_offset=0,
+                                partition_max_bytes=1 << 20,
+                                current_leader_epoch=-1,
+                                log_start_offset=-1,
+                                last_fetched_epoch=-1,
+                            )
+                        ],
+                    )
+                ],
+                forgotten_topics_data=[],
+                rack_id="",
+            ),
+            12,
+        ),
+        w.frame(
+            L(
+                replica_id=-1,
+                isolation_level=0,
+                topics=[
+                    L.ListOffsetsTopic(
+                        name=KEEP,
+                        partitions=[
+                            L.ListOffsetsTopic.ListOffsetsPartition(
+                                partition_index=0, timestamp=-2, current_leader_epoch=-1
+                            )
+                        ],
+                    )
+                ],
+            ),
+            7,
+        ),
+    ]
+
+
+SEEDS = _seeds()
+
+
+@st.composite
+def mutated_frames(draw: st.DrawFn) -> bytes:
+    frame = bytearray(draw(st.sampled_from(SEEDS)))
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["flip", "truncate", "insert", "size"]))
+        if kind == "flip" and len(frame) > 4:
+            i = draw(st.integers(4, len(frame) - 1))
+            frame[i] = draw(st.integers(0, 255))
+        elif kind == "truncate" and len(frame) > 5:
+            cut = draw(st.integers(5, len(frame) - 1))
+            frame = frame[:cut]
+            frame[0:4] = struct.pack(">i", len(frame) - 4)
+        elif kind == "insert":
+            i = draw(st.integers(4, len(frame)))
+            frame[i:i] = draw(st.binary(min_size=1, max_size=8))
+            frame[0:4] = struct.pack(">i", len(frame) - 4)
+        elif kind == "size":
+            frame[0:4] = struct.pack(">i", draw(st.integers(-(2**31), 2**31 - 1)))
+    return bytes(frame)
+
+
+def test_mutated_frames_do_not_hurt_the_broker(broker: EbbBroker) -> None:
+    c = CLIENTS["confluent-kafka"](broker.bootstrap)
+    c.create_topic(KEEP)
+    c.create_topic(SCRATCH)
+    stored = [(None, f"keep-{i}".encode()) for i in range(20)]
+    c.produce(KEEP, stored)
+    observer = Wire(broker.bootstrap)
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(frame=mutated_frames())
+    def send(frame: bytes) -> None:
+        s = socket.create_connection(("127.0.0.1", broker.port), timeout=2)
+        try:
+            s.sendall(frame)
+            s.shutdown(socket.SHUT_WR)
+            s.settimeout(0.5)
+            try:
+                while s.recv(65536):
+                    pass
+            except (TimeoutError, ConnectionError):
+                pass
+        finally:
+            s.close()
+        assert broker.alive()
+
+    try:
+        send()
+        # An unrelated long-lived connection is still served...
+        observer.send_raw(observer.frame(MetadataRequest[1](topics=None), 1))
+        assert MetadataResponse.decode(observer.recv_frame(), version=1, header=True).brokers
+        # ...and the stored records are exactly what was acknowledged.
+        got = c.consume(KEEP, 20)
+        assert [(r.offset, r.value) for r in got] == [(i, v) for i, (_, v) in enumerate(stored)]
+    finally:
+        observer.close()
+        c.close()
+    assert broker.alive()

@@ -1,0 +1,129 @@
+"""Compaction and KIP-68 consumed retention, observed through the Kafka protocol only."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from tests.harness.ebb_broker import EbbBroker
+
+FAST_BACKGROUND = {"log.cleaner.backoff.ms": "200", "log.retention.check.interval.ms": "300"}
+
+
+def _create(bootstrap: str, topic: str, configs: dict[str, str], partitions: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # keep it alive until the future resolves
+    admin.create_topics([NewTopic(topic, partitions, 1, config=configs)])[topic].result(30)
+
+
+def _produce(
+    bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None, list | None]]
+) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "batch.num.messages": 1})
+    for key, value, headers in records:
+        p.produce(topic, value=value, key=key, partition=0, headers=headers)
+        p.flush(10)  # one batch per record, so segments roll at small segment.bytes
+
+
+def _read(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, bytes | None, tuple]]:
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        c.assign([TopicPartition(topic, 0, low)])
+        out: list[tuple[int, bytes | None, bytes | None, tuple]] = []
+        end = time.monotonic() + 20
+        while time.monotonic() < end and (not out or out[-1][0] < high - 1) and high > low:
+            msg = c.poll(0.3)
+            if msg is not None and not msg.error():
+                out.append((msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ())))
+        return out
+    finally:
+        c.close()
+
+
+def _wait(cond: Callable[[], bool], timeout: float = 30) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return
+        time.sleep(0.3)
+    raise AssertionError("condition not reached")
+
+
+def test_compacted_topic_keeps_latest_value_per_key_and_explicit_tombstones(
+    broker_factory: Callable[..., EbbBroker],
+) -> None:
+    b = broker_factory(FAST_BACKGROUND)
+    compact = {
+        "cleanup.policy": "compact",
+        "segment.bytes": "400",
+        "min.cleanable.dirty.ratio": "0.01",
+        "delete.retention.ms": "3600000",
+    }
+    _create(b.bootstrap, "compacted", {**compact, "tombstone.null.value.enable": "false"})
+    _create(b.bootstrap, "young", {**compact, "min.compaction.lag.ms": "3600000"})
+    records: list[tuple[bytes | None, bytes | None, list | None]] = []
+    for round_ in range(4):
+        for k in range(3):
+            records.append((f"k{k}".encode(), f"v{round_}".encode(), None))
+    records.append((b"k1", b"goodbye-payload", [("ebb.tombstone", b"")]))  # KIP-87 explicit tombstone
+    records.append((b"k2", None, None))  # null value, not a tombstone on this topic
+    records += [(b"filler", f"f{i}".encode(), None) for i in range(6)]  # roll past the dirty records
+    _produce(b.bootstrap, "compacted", records)
+    _produce(b.bootstrap, "young", records)
+
+    def compacted() -> bool:
+        keys = [r[1] for r in _read(b.bootstrap, "compacted") if r[1] != b"filler"]
+        return len(keys) == len(set(keys))
+
+    _wait(compacted)
+    latest = {r[1]: r for r in _read(b.bootstrap, "compacted")}
+    assert latest[b"k0"][2] == b"v3"
+    # The explicit tombstone keeps its payload until delete.retention.ms after cleaning.
+    assert latest[b"k1"][2] == b"goodbye-payload"
+    assert ("ebb.tombstone", b"") in latest[b"k1"][3]
+    # With tombstone.null.value.enable=false a null value is an ordinary (latest) value.
+    assert b"k2" in latest and latest[b"k2"][2] is None
+    # Nothing younger than min.compaction.lag.ms was touched.
+    assert len(_read(b.bootstrap, "young")) == len(records)
+
+
+def test_consumed_retention_deletes_consumed_segments_and_keeps_the_rest(
+    broker_factory: Callable[..., EbbBroker],
+) -> None:
+    b = broker_factory({**FAST_BACKGROUND, "log.segment.delete.delay.ms": "0"})
+    _create(
+        b.bootstrap,
+        "consumed",
+        {"segment.bytes": "300", "retention.commitoffset.ms": "500", "file.delete.delay.ms": "0"},
+    )
+    _produce(b.bootstrap, "consumed", [(None, f"r{i}".encode() * 5, None) for i in range(30)])
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    low_before = _earliest(admin, "consumed")
+    assert low_before == 0
+    time.sleep(1.5)  # the records are now older than retention.commitoffset.ms...
+    time.sleep(1.0)  # ...and several retention passes ran: nobody committed, nothing is deleted
+    assert _earliest(admin, "consumed") == 0
+
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "reader", "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition("consumed", 0, 15)], asynchronous=False)
+    c.close()
+    _wait(lambda: _earliest(admin, "consumed") > 0)
+    low = _earliest(admin, "consumed")
+    assert 0 < low <= 15, "only segments wholly below the committed offset may go"
+    kept = _read(b.bootstrap, "consumed")
+    assert [r[0] for r in kept] == list(range(low, 30))
+
+
+def _earliest(admin: AdminClient, topic: str) -> int:
+    from confluent_kafka.admin import OffsetSpec
+
+    futs = admin.list_offsets({TopicPartition(topic, 0): OffsetSpec.earliest()})
+    return int(next(iter(futs.values())).result(10).offset)
