@@ -1,7 +1,9 @@
-"""The `__consumer_offsets` data source against records written by Apache Kafka's own group coordinator.
+"""The `__consumer_offsets` data source against records written by real group coordinators.
 
-Real groups commit through real clients; the truth each assertion compares with is what the coordinator
-itself serves (OffsetFetch through the admin API) or what the clients did.
+Apache Kafka's own coordinator and ebb-broker's write the topic; real groups commit through real clients;
+the truth each assertion compares with is what the coordinator itself serves (OffsetFetch through the
+admin API) or what the clients did. Transactional offset commits exist only on Apache Kafka (ebb-broker
+does not implement transactions), so that case runs against it alone.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
+from tests.harness.ebb_broker import EbbBroker
 from tests.harness.kafka import KafkaBroker
 
 from ebb_operator.analysis.offsets_source import latest_commits, latest_group_metadata, read_offsets_topic
@@ -21,9 +24,25 @@ from ebb_operator.kafka import ClusterAdmin, ClusterConnection
 
 
 @pytest.fixture(scope="module")
-def cluster(apache_kafka_broker: KafkaBroker) -> Iterator[tuple[ClusterConnection, str]]:
-    """A topic of 2 partitions with 20 records each; its name is unique to this module."""
-    conn = ClusterConnection.resolve(apache_kafka_broker.bootstrap_servers)
+def ebb_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EbbBroker]:
+    broker = EbbBroker(
+        tmp_path_factory.mktemp("ebb-offsets") / "data", configs={"offsets.topic.num.partitions": "4"}
+    )
+    broker.start()
+    yield broker
+    assert broker.stop() == 0
+
+
+@pytest.fixture(scope="module", params=["apache-kafka", "ebb-broker"])
+def bootstrap(request: pytest.FixtureRequest) -> str:
+    if request.param == "apache-kafka":
+        return str(request.getfixturevalue("apache_kafka_broker").bootstrap_servers)
+    return str(request.getfixturevalue("ebb_broker").bootstrap)
+
+
+def _topic_with_records(bootstrap: str) -> tuple[ClusterConnection, str]:
+    """A topic of 2 partitions with 20 records each; its name is unique."""
+    conn = ClusterConnection.resolve(bootstrap)
     topic = f"src-{uuid.uuid4().hex[:8]}"
     admin = AdminClient(conn.librdkafka_config())
     admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(30)
@@ -32,7 +51,12 @@ def cluster(apache_kafka_broker: KafkaBroker) -> Iterator[tuple[ClusterConnectio
         for i in range(20):
             producer.produce(topic, value=b"v%d" % i, partition=p)
     assert producer.flush(30) == 0
-    yield conn, topic
+    return conn, topic
+
+
+@pytest.fixture(scope="module")
+def cluster(bootstrap: str) -> tuple[ClusterConnection, str]:
+    return _topic_with_records(bootstrap)
 
 
 def commit(conn: ClusterConnection, group: str, offsets: dict[tuple[str, int], int]) -> None:
@@ -119,9 +143,9 @@ def test_group_metadata_shows_members_and_subscriptions(
 
 
 def test_aborted_transactional_commit_is_not_a_commit(
-    spark: SparkSession, cluster: tuple[ClusterConnection, str]
+    spark: SparkSession, apache_kafka_broker: KafkaBroker
 ) -> None:
-    conn, topic = cluster
+    conn, topic = _topic_with_records(apache_kafka_broker.bootstrap_servers)
     group = f"tx-{uuid.uuid4().hex[:6]}"
     commit(conn, group, {(topic, 0): 4})
     producer = Producer({**conn.librdkafka_config(), "transactional.id": f"tx-{group}"})
