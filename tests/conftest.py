@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-# Harness fixtures any tier may use (session-scoped, started on first use).
-pytest_plugins = ("tests.harness.kafka_fixtures",)
-
 TESTS = Path(__file__).parent
+# Fixtures of the test harnesses (tests/harness/), usable from every tier; each starts what it needs
+# only when a test asks for it.
+pytest_plugins = ["tests.harness.kafka_fixtures", "harness.pytest_controlplane"]
 TIERS = ("unit", "compat", "spark", "k8s", "e2e")
 
 

@@ -19,8 +19,8 @@ VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 
 # Durations: an ordered subset of Go's duration syntax plus days, e.g. "90s", "15m", "1h30m", "7d".
-# The CRD carries the same pattern, and CEL compares two durations by rewriting "Nd" as "N*24h" and
-# calling duration() (see crdgen.cel_duration): Go's syntax has no day unit, ours keeps "7d" readable.
+# The CRD carries the same pattern; CEL rules compare two durations in seconds (models/cel.py): Go's
+# syntax, which CEL's duration() parses, has no day unit, and ours keeps "7d" readable.
 DURATION_PATTERN = r"^([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?$"
 _DURATION_RE = re.compile(DURATION_PATTERN)
 _UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}

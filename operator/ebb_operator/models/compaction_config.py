@@ -7,6 +7,7 @@ from enum import StrEnum
 from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from ebb_operator.models.cel import duration_at_least
 from ebb_operator.models.common import ClusterRef, Condition, Duration, Model, TopicSelector, duration_ms
 from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, ready_column
 
@@ -27,23 +28,6 @@ class Tombstones(Model):
     )
 
 
-def _cel_duration(field: str) -> str:
-    """CEL that turns an Ebb duration into a CEL duration: "Nd..." becomes "(N*24)h..." (Go has no days)."""
-    f = f"self.{field}"
-    return (
-        f"duration({f}.contains('d') ? string(int({f}.split('d')[0]) * 24) + 'h' + {f}.split('d')[1] : {f})"
-    )
-
-
-def cel_duration_at_least(longer: str, shorter: str, message: str) -> dict[str, str]:
-    """A CEL rule: when both are set, duration `longer` >= duration `shorter`."""
-    return {
-        "rule": f"!has(self.{longer}) || !has(self.{shorter}) || "
-        f"{_cel_duration(longer)} >= {_cel_duration(shorter)}",
-        "message": message,
-    }
-
-
 class CompactionConfigSpec(Model):
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -51,7 +35,7 @@ class CompactionConfigSpec(Model):
         extra="forbid",
         json_schema_extra={
             "x-kubernetes-validations": [
-                cel_duration_at_least(
+                duration_at_least(
                     "maxCompactionLag",
                     "minCompactionLag",
                     "maxCompactionLag must not be shorter than minCompactionLag",

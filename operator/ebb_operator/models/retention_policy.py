@@ -7,8 +7,8 @@ from enum import StrEnum
 from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from ebb_operator.models.cel import duration_at_least
 from ebb_operator.models.common import ClusterRef, Condition, Duration, GroupSelector, Model, TopicSelector
-from ebb_operator.models.compaction_config import cel_duration_at_least
 from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, ready_column
 from ebb_operator.models.plan import PlanSummary, TopicPlan
 
@@ -48,7 +48,7 @@ class RetentionPolicySpec(Model):
         json_schema_extra={
             "x-kubernetes-validations": [
                 # KIP-68: consumed retention is the shorter level, forced retention the backstop.
-                cel_duration_at_least(
+                duration_at_least(
                     "forcedRetention",
                     "consumedRetention",
                     "forcedRetention must not be shorter than consumedRetention",

@@ -1,13 +1,7 @@
-"""Kafka targets for the operator's e2e tests: every test runs against each cluster kind available."""
+"""Kafka targets for the operator's e2e tests: every test runs against an ebb-broker and Apache Kafka."""
 
 from __future__ import annotations
 
-import pytest
-from tests.harness.kafka import KafkaBroker
+from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
 
-
-@pytest.fixture(params=["apache-kafka"])
-def kafka_bootstrap(request: pytest.FixtureRequest) -> str:
-    """Bootstrap servers of a running cluster (Apache Kafka from tests/harness)."""
-    broker: KafkaBroker = request.getfixturevalue("apache_kafka_broker")
-    return broker.bootstrap_servers
+__all__ = ["kafka_bootstrap", "kafka_kind", "operator_ebb_broker"]

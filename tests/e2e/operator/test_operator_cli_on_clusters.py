@@ -65,7 +65,7 @@ def test_dry_run_deletes_nothing(kafka_bootstrap: str, tmp_path: Path) -> None:
     assert log_start(kafka_bootstrap, topic, 0) == 0
 
 
-def test_adapter_reports_groups_and_capabilities(kafka_bootstrap: str) -> None:
+def test_adapter_reports_groups_and_capabilities(kafka_bootstrap: str, kafka_kind: str) -> None:
     topic, group = unique("adapter"), unique("group")
     create_topic(kafka_bootstrap, topic, 2)
     produce(kafka_bootstrap, topic, {0: 5, 1: 5})
@@ -75,8 +75,8 @@ def test_adapter_reports_groups_and_capabilities(kafka_bootstrap: str) -> None:
         assert group in {g.group_id for g in admin.list_groups()}
         configs = admin.topic_configs([topic, unique("missing")])
         assert configs[topic].supports("min.compaction.lag.ms")
-        # Apache Kafka has no KIP-87 setting: the probe must say so rather than assume by vendor.
-        assert not configs[topic].supports("tombstone.null.value.enable")
+        # KIP-87's setting exists on Ebb only: the probe must find that out, not assume it by vendor.
+        assert configs[topic].supports("tombstone.null.value.enable") == (kafka_kind == "ebb-broker")
         missing = next(c for name, c in configs.items() if name != topic)
         assert missing.error is not None and missing.error.code == "UNKNOWN_TOPIC_OR_PART"
         results = admin.delete_records({TopicPartition(topic, 0): 2, TopicPartition(topic, 9): 1})
