@@ -69,7 +69,13 @@ def test_group_metadata_key_and_newer_record_types() -> None:
 )
 def test_offset_commit_value_versions(value: bytes, epoch: int, expire: int) -> None:
     v = decode_offset_commit_value(value)
-    assert (v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp) == (42, epoch, "m", 1000, expire)
+    assert (v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp) == (
+        42,
+        epoch,
+        "m",
+        1000,
+        expire,
+    )
 
 
 def _member_v(version: int, member: str, topics: tuple[str, ...]) -> bytes:

@@ -11,19 +11,24 @@ from ebb_operator.analysis.policy import AnalysisPolicy, PolicyError
 
 def obj(**spec: Any) -> dict[str, Any]:
     base = {"topics": {"include": ["orders.*"]}, "consumedRetention": "1h30m"}
-    return {"kind": "RetentionPolicy", "metadata": {"name": "rp", "namespace": "ns", "uid": "u-1"},
-            "spec": {**base, **spec}}  # fmt: skip
+    meta = {"name": "rp", "namespace": "ns", "uid": "u-1"}
+    return {"kind": "RetentionPolicy", "metadata": meta, "spec": {**base, **spec}}
 
 
 def test_maps_every_field_the_plan_uses() -> None:
     p = AnalysisPolicy.from_resource(
         obj(
             topics={"include": ["orders.*"], "exclude": [".*-tmp"]},
-            consumers={"include": ["app-.*"], "exclude": ["app-test"], "required": ["audit"], "exclusive": True,
-                       "inactiveAfter": "7d"},
+            consumers={
+                "include": ["app-.*"],
+                "exclude": ["app-test"],
+                "required": ["audit"],
+                "exclusive": True,
+                "inactiveAfter": "7d",
+            },
             dryRun=True,
             cluster={"bootstrapServers": "kafka:9092", "secretRef": {"name": "creds"}},
-        )  # fmt: skip
+        )
     )
     assert (p.namespace, p.name, p.uid) == ("ns", "rp", "u-1")
     assert p.consumed_retention_ms == 90 * 60_000
