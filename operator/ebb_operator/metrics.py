@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 RECONCILES = Counter("ebb_operator_reconciles", "Reconciliations started", ["kind"])
 FAILURES = Counter(
@@ -12,4 +12,14 @@ RECORDS_DELETED = Counter("ebb_operator_records_deleted", "Records removed by De
 BYTES_RECLAIMED = Counter("ebb_operator_bytes_reclaimed", "Log-dir bytes freed, measured by DescribeLogDirs")
 CONFIGS_APPLIED = Counter(
     "ebb_operator_configs_applied", "Topic configs set with IncrementalAlterConfigs", ["kind"]
+)
+POLICY_RECLAIMABLE_BYTES = Gauge(
+    "ebb_operator_policy_reclaimable_bytes",
+    "Bytes the last plan of a RetentionPolicy frees (estimate of the analysis job)",
+    ["namespace", "policy"],
+)
+POLICY_HELD_PARTITIONS = Gauge(
+    "ebb_operator_policy_held_partitions",
+    "Partitions the last plan of a RetentionPolicy holds back (a group has not read them, or a safety rule)",
+    ["namespace", "policy"],
 )

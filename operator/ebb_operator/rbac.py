@@ -20,6 +20,17 @@ RULES: list[dict[str, Any]] = [
     {"apiGroups": [GROUP], "resources": _OWN, "verbs": ["get", "list", "watch", "patch"]},
     # Status is written through the status subresource.
     {"apiGroups": [GROUP], "resources": [f"{p}/status" for p in _OWN], "verbs": ["get", "patch", "update"]},
+    # RetentionPolicy runs: the Local analysis job (under the operator's credentials) creates the run's
+    # DeleteRecords; historyLimit deletes old ones (no reliance on garbage collection).
+    {"apiGroups": [GROUP], "resources": ["deleterecords"], "verbs": ["create", "delete"]},
+    # engine SparkApplication: one SparkApplication per run, followed through its status, pruned.
+    {
+        "apiGroups": ["sparkoperator.k8s.io"],
+        "resources": ["sparkapplications"],
+        "verbs": ["get", "list", "watch", "create", "delete"],
+    },
+    # The plan a SparkApplication run leaves in a ConfigMap (analysis --report-configmap), read then deleted.
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "delete"]},
     # Kafka client properties (SASL/TLS) referenced by spec.cluster.secretRef.
     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
     # Events for every action that deletes data or changes configs (kopf posts core/v1 Events).

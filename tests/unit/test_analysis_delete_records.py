@@ -1,4 +1,4 @@
-"""The DeleteRecords object the analysis job creates: owned by the policy, guard Consumed, dryRun copied."""
+"""The DeleteRecords object the analysis job creates: owned by the policy, guard None, dryRun copied."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_object_is_owned_by_the_policy_and_parses_as_the_crd_model() -> None:
     )
     spec = DeleteRecordsSpec.model_validate(body["spec"])
     assert [(p.topic, p.partition, p.offset) for p in spec.partitions] == [("o", 0, 6)]
-    assert (spec.guard.value, spec.dry_run) == ("Consumed", False)
+    assert (spec.guard.value, spec.dry_run) == ("None", False)
 
 
 def test_dry_run_policy_creates_a_dry_run_delete_records() -> None:

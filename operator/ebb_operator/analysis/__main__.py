@@ -3,7 +3,9 @@
 Also the main file of a SparkApplication (same arguments; spark-submit's master is kept). Writes the plan
 (summary, per-topic held partitions, per-partition cuts) as JSON to stdout or --output and, when reading
 the policy from the API server and there is something to delete, creates one DeleteRecords owned by the
-policy with the plan's partitions and guard Consumed (dryRun true when the policy is a dry run).
+policy with the plan's partitions (dryRun true when the policy is a dry run). Its guard is None: the plan
+already applied the policy's consumer rules, fail closed, and a Consumed guard would let the groups the
+policy deliberately ignores (excluded, outside include, inactive longer than inactiveAfter) block the cut.
 Exit status: 0 planned, 2 unusable policy or arguments, 1 the cluster could not be read (nothing created).
 """
 
@@ -47,6 +49,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--bootstrap-servers", help="override spec.cluster / the default cluster")
     ap.add_argument(
         "--run-id", default=os.environ.get(RUN_ID_ENV), help=f"names the DeleteRecords (env {RUN_ID_ENV})"
+    )
+    ap.add_argument(
+        "--report-configmap",
+        metavar="NAME",
+        help="also store summary and topics in this ConfigMap (owned by the policy) for the operator to "
+        "read back: a SparkApplication driver's stdout is out of its reach",
     )
     ap.add_argument("--now-ms", type=int, help="plan as of this time (ms since epoch); default: now")
     ap.add_argument(
@@ -95,7 +103,7 @@ def delete_records_object(
     from ebb_operator.models.delete_records import DeleteRecordsSpec, Guard
 
     spec = DeleteRecordsSpec(
-        cluster=spec_cluster, partitions=deletes, guard=Guard.CONSUMED, dry_run=policy.dry_run
+        cluster=spec_cluster, partitions=deletes, guard=Guard.NONE, dry_run=policy.dry_run
     )
     return {
         "apiVersion": "ebb.dev/v1alpha1",
@@ -117,6 +125,26 @@ def delete_records_object(
         },
         "spec": spec.to_k8s(),
     }
+
+
+def _report(kube: Any, policy: AnalysisPolicy, name: str, out: dict[str, Any]) -> None:
+    """The plan without its per-partition list (a ConfigMap holds at most 1 MiB)."""
+    brief = {k: v for k, v in out.items() if k != "partitions"}
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": policy.namespace,
+            "labels": {"ebb.dev/retention-policy": policy.name[:63]},
+            "ownerReferences": [
+                {"apiVersion": "ebb.dev/v1alpha1", "kind": "RetentionPolicy", "name": policy.name,
+                 "uid": policy.uid}
+            ],
+        },
+        "data": {"plan.json": json.dumps(brief)},
+    }  # fmt: skip
+    kube.CoreV1Api().create_namespaced_config_map(policy.namespace, body)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         out["deleteRecords"] = body["metadata"]["name"]
         log.info("created DeleteRecords %s with %d partitions", out["deleteRecords"], len(chosen))
     text = json.dumps(out, indent=2)
+    if args.report_configmap and kube is not None:
+        _report(kube, policy, args.report_configmap, out)
     if args.output is not None:
         args.output.write_text(text + "\n")
     else:

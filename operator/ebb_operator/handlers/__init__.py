@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ebb_operator.handlers import compaction_config, delete_records, settings
+from ebb_operator.handlers import compaction_config, delete_records, retention_policy, settings
 
-__all__ = ["compaction_config", "delete_records", "settings"]
+__all__ = ["compaction_config", "delete_records", "retention_policy", "settings"]

@@ -1,8 +1,9 @@
 """`python -m ebb_operator.analysis --policy NS/NAME` on a real kube-apiserver with Apache Kafka.
 
 The job reads the RetentionPolicy from the API server, plans from the group's real commits, and creates
-one DeleteRecords owned by the policy, with the plan's partitions and guard Consumed. No operator runs, so
-the DeleteRecords is only created, never executed: what is asserted is exactly what the job hands over.
+one DeleteRecords owned by the policy, with the plan's partitions and guard None (the plan already
+applied the policy's consumer rules). No operator runs, so the DeleteRecords is only created, never
+executed: what is asserted is exactly what the job hands over.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def test_job_creates_one_delete_records_owned_by_the_policy(
     )
     # The group is at 0 on partition 1: only partition 0 goes, up to what the group has read.
     assert dr["spec"]["partitions"] == [{"topic": topic, "partition": 0, "offset": 6}]
-    assert (dr["spec"]["guard"], dr["spec"]["dryRun"]) == ("Consumed", False)
+    assert (dr["spec"]["guard"], dr["spec"]["dryRun"]) == ("None", False)
     assert dr["spec"]["cluster"] == {"bootstrapServers": bootstrap}
     parts = {p["partition"]: p for p in plan["partitions"] if p["topic"] == topic}
     assert (parts[1]["deleteBefore"], parts[1]["reason"]) == (None, "NothingToDelete")

@@ -1,0 +1,84 @@
+"""RetentionPolicy end to end: the CRDs (Ebb's and a minimal SparkApplication), the operator under a
+ServiceAccount bound to exactly `ebb_operator.rbac.RULES`, and the Kafka targets (ebb-broker, Apache
+Kafka)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
+from tests.harness.controlplane import ControlPlane
+from tests.harness.operator_process import OperatorProcess, running_operator
+from tests.harness.spark_operator_standin import CRD_PATH
+
+from ebb_operator import rbac
+
+REPO = Path(__file__).resolve().parents[3]
+ACCOUNT_NAMESPACE, ACCOUNT = "ebb-retention", "ebb-operator"
+__all__ = ["kafka_bootstrap", "kafka_kind", "operator_ebb_broker"]
+
+
+@pytest.fixture(scope="session")
+def retention_crds(control_plane: ControlPlane) -> None:
+    control_plane.kubectl("apply", "-f", str(REPO / "crds"), "-f", str(CRD_PATH))
+    for crd in (
+        "deleterecords.ebb.dev",
+        "retentionpolicies.ebb.dev",
+        "sparkapplications.sparkoperator.k8s.io",
+    ):
+        control_plane.kubectl("wait", "--for=condition=Established", f"crd/{crd}", "--timeout=60s")
+
+
+@pytest.fixture(scope="session")
+def operator_sa_kubeconfig(control_plane: ControlPlane, retention_crds: None) -> Path:
+    """A ServiceAccount token whose only permissions are the operator's ClusterRole (the chart's rules)."""
+    role = rbac.cluster_role("ebb-retention-operator")
+    subject = {"kind": "ServiceAccount", "name": ACCOUNT, "namespace": ACCOUNT_NAMESPACE}
+    sa_meta = {"name": ACCOUNT, "namespace": ACCOUNT_NAMESPACE}
+    role_ref = {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": role["metadata"]["name"],
+    }
+    manifests = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ACCOUNT_NAMESPACE}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": sa_meta},
+        role,
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "ebb-retention-operator"},
+            "roleRef": role_ref,
+            "subjects": [subject],
+        },
+    ]  # fmt: skip
+    control_plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(manifests))
+    return control_plane.service_account_kubeconfig(ACCOUNT_NAMESPACE, ACCOUNT)
+
+
+@pytest.fixture
+def start_operator(
+    control_plane: ControlPlane, operator_sa_kubeconfig: Path, k8s_namespace: str, tmp_path: Path
+) -> Iterator[Callable[[str], OperatorProcess]]:
+    """Start `python -m ebb_operator` for the test's namespace under the operator's ServiceAccount;
+    stopped after the test, whose failure it becomes if the operator logged a traceback."""
+    started: list[OperatorProcess] = []
+    with contextlib.ExitStack() as stack:
+
+        def start(bootstrap: str) -> OperatorProcess:
+            env = control_plane.env(operator_sa_kubeconfig)
+            log = tmp_path / f"operator-{len(started)}.log"
+            op = stack.enter_context(
+                running_operator(env, log, default_bootstrap_servers=bootstrap, namespaces=(k8s_namespace,))
+            )
+            started.append(op)
+            return op
+
+        yield start
+    for op in started:
+        text = op.log_path.read_text(errors="replace")
+        assert "Traceback" not in text, f"operator logged a traceback:\n{text[-4000:]}"
