@@ -31,6 +31,8 @@ RULES: list[dict[str, Any]] = [
     },
     # The plan a SparkApplication run leaves in a ConfigMap (analysis --report-configmap), read then deleted.
     {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "delete"]},
+    # kopf resolves the namespaces it serves (--namespace patterns) and follows their creation.
+    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
     # Kafka client properties (SASL/TLS) referenced by spec.cluster.secretRef.
     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
     # Events for every action that deletes data or changes configs (kopf posts core/v1 Events).

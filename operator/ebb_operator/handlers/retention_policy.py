@@ -446,11 +446,7 @@ async def _run(policy: _Policy, spec: RetentionPolicySpec) -> None:
         if last.outcome is RunOutcome.FAILED:
             metrics.FAILURES.labels(KIND, reason).inc()
     except (RunFailed, ClusterConfigError, ApiException, OSError, ValueError, ValidationError) as exc:
-        reason = (
-            exc.reason if isinstance(exc, RunFailed) else type(exc).__name__.replace("Error", "") + "Error"
-        )
-        if isinstance(exc, ClusterConfigError):
-            reason = "ClusterUnreachable"
+        reason = _reason(exc)
         message = f"run {run_id} failed: {exc}"
         last.outcome, last.completed_at, last.message = RunOutcome.FAILED, now_rfc3339(), message[:1024]
         await policy.write(ConditionStatus.FALSE, reason, message)
@@ -461,6 +457,17 @@ async def _run(policy: _Policy, spec: RetentionPolicySpec) -> None:
         last.outcome, last.completed_at, last.message = RunOutcome.FAILED, now_rfc3339(), message[:1024]
         await policy.write(ConditionStatus.FALSE, "KafkaError", message)
         metrics.FAILURES.labels(KIND, "KafkaError").inc()
+
+
+def _reason(exc: Exception) -> str:
+    """One CamelCase Ready reason per failure class."""
+    if isinstance(exc, RunFailed):
+        return exc.reason
+    if isinstance(exc, ClusterConfigError):
+        return "ClusterUnreachable"
+    if isinstance(exc, ApiException):
+        return "KubernetesApiError"
+    return "AnalysisFailed"  # the job could not be started, or its plan output is unreadable
 
 
 def _due_in(status: RetentionPolicyStatus, spec: RetentionPolicySpec) -> float:
