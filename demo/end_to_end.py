@@ -5,7 +5,8 @@ ebb-operator as local processes with the chart's settings (the operator authenti
 ServiceAccount token, so it has exactly the chart's RBAC), a workload of producers and consumer groups
 at different positions, then the examples applied and what they did: bytes on disk per topic before
 and after, the DeleteRecords and its per-partition status, the group that held back each refused
-partition, the topic configs a CompactionConfig set, and `kubectl get` with the printer columns.
+partition, the topic configs a CompactionConfig set, the RetentionPolicy's plan with the group holding
+back each held partition, and `kubectl get` with the printer columns.
 
 Ctrl-C at any point stops everything it started and deletes the temporary files.
 """
@@ -112,6 +113,8 @@ def run_workload(bootstrap: str) -> None:
         workload.GroupPosition("billing", ORDERS, dict.fromkeys(range(PARTITIONS), 1.0)),
         # analytics is behind on partition 2: that partition must be held back.
         workload.GroupPosition("analytics", ORDERS, {0: 1.0, 1: 1.0, 2: 0.4}),
+        # reporting has never committed on partition 2: the RetentionPolicy holds it and names reporting.
+        workload.GroupPosition("reporting", ORDERS, {0: 1.0, 1: 1.0}),
     ]
     say("consumer groups read and commit at different positions")
     for position in positions:
@@ -215,6 +218,33 @@ def apply_examples_and_show(cp: ControlPlane, bootstrap: str, data_dir: Path) ->
     info(events.strip().replace("\n", "\n    "))
 
 
+def apply_retention_policy_and_show(cp: ControlPlane) -> None:
+    """Apply the RetentionPolicy example (a dry run) and show its plan: who holds back which partition."""
+    say(f"kubectl apply -n {NAMESPACE} -f examples/retention-policy.yaml (a dry run: report, delete nothing)")
+    info(cp.kubectl("apply", "-n", NAMESPACE, "-f", str(EXAMPLES / "retention-policy.yaml")).stdout.strip())
+    say("the operator runs the PySpark analysis job (local[*]) and copies its plan into the policy status")
+
+    def finished() -> dict[str, Any] | None:
+        obj = cp.kubectl_json("get", "retentionpolicies", "orders", "-n", NAMESPACE)
+        last = obj.get("status", {}).get("lastRun") or {}
+        return obj if last.get("outcome") not in (None, "Running") else None
+
+    obj: dict[str, Any] = wait_for("the RetentionPolicy's first run", finished, timeout=400, interval=2)
+    status = obj["status"]
+    last, summary = status["lastRun"], status.get("summary", {})
+    info(f"run {last['id']} ({last['engine']}): {last['outcome']}: {last.get('message', '')}")
+    info(
+        f"plan: {summary.get('partitions', 0)} partitions, {summary.get('deletableRecords', 0)} records "
+        f"({human(summary.get('reclaimableBytes', 0))}) deletable, {summary.get('heldPartitions', 0)} held"
+    )
+    for topic in status.get("topics", []):
+        for held in topic.get("held", []):
+            groups = ", ".join(held.get("blockingGroups", [])) or "-"
+            info(f"  {topic['topic']}-{held['partition']}: held ({held['reason']}) by {groups}")
+    say(f"kubectl get retentionpolicies -n {NAMESPACE}")
+    info(cp.kubectl("get", "retentionpolicies", "-n", NAMESPACE).stdout.strip().replace("\n", "\n    "))
+
+
 def run(workdir: Path) -> int:
     data_dir = workdir / "broker-data"
     broker_config = {**chart_values()["broker"]["config"], **DEMO_BROKER_CONFIG}
@@ -243,6 +273,7 @@ def run(workdir: Path) -> int:
                 info(f"operator live; metrics http://127.0.0.1:{operator.metrics_port}/metrics")
                 run_workload(bootstrap)
                 apply_examples_and_show(cp, bootstrap, data_dir)
+                apply_retention_policy_and_show(cp)
     say("demo finished: operator, broker and control plane stopped")
     return 0
 

@@ -21,7 +21,7 @@ def test_demo_script_reclaims_bytes_and_names_the_group_holding_back() -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
     out = result.stdout
     assert result.returncode == 0, out[-4000:] + result.stderr[-4000:]
@@ -33,4 +33,6 @@ def test_demo_script_reclaims_bytes_and_names_the_group_holding_back() -> None:
     assert "orders-0: requested 1500, low watermark 1500" in out
     assert re.search(r"customer-profiles\s+Applied", out) or "topic customer-profiles Applied" in out
     assert "PHASE" in out and "PartiallyFailed" in out  # kubectl get with the printer columns
+    # The RetentionPolicy example (a dry run): reporting never committed on orders-2, so it holds it.
+    assert re.search(r"orders-2: held \(NoCommit\) by reporting", out), out
     assert "demo finished" in out

@@ -13,7 +13,7 @@ import yaml
 from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
 from tests.harness.controlplane import ControlPlane
 from tests.harness.operator_process import OperatorProcess, running_operator
-from tests.harness.spark_operator_standin import CRD_PATH
+from tests.harness.spark_operator_standin import CRD_PATH, SMALL_SPARK_ENV
 
 from ebb_operator import rbac
 
@@ -70,7 +70,7 @@ def start_operator(
     with contextlib.ExitStack() as stack:
 
         def start(bootstrap: str) -> OperatorProcess:
-            env = control_plane.env(operator_sa_kubeconfig)
+            env = {**control_plane.env(operator_sa_kubeconfig), **SMALL_SPARK_ENV}
             log = tmp_path / f"operator-{len(started)}.log"
             op = stack.enter_context(
                 running_operator(env, log, default_bootstrap_servers=bootstrap, namespaces=(k8s_namespace,))

@@ -12,17 +12,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from confluent_kafka import Producer
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, unique
 from tests.harness.controlplane import ControlPlane
 from tests.harness.ebb_broker import EbbBroker
 from tests.harness.operator_process import OperatorProcess
-from tests.harness.spark_operator_standin import spark_operator_standin
+from tests.harness.spark_operator_standin import SMALL_SPARK_ENV, spark_operator_standin
 
 HOUR_MS = 3_600_000
 
 
+@pytest.mark.timeout(2400)  # several Spark runs; slow only on a busy machine
 def test_spark_application_engine_runs_the_job_and_the_policy_deletes(
     control_plane: ControlPlane,
     k8s_namespace: str,
@@ -63,7 +65,7 @@ def test_spark_application_engine_runs_the_job_and_the_policy_deletes(
     }
     control_plane.kubectl("apply", "-n", ns, "-f", "-", stdin=yaml.safe_dump(policy))
     with spark_operator_standin(
-        control_plane.admin_kubeconfig, ns, tmp_path / "spark", control_plane.env()
+        control_plane.admin_kubeconfig, ns, tmp_path / "spark", {**control_plane.env(), **SMALL_SPARK_ENV}
     ) as spark:
         start_operator(bootstrap)
         obj = _wait_run(control_plane, ns)
@@ -90,7 +92,7 @@ def test_spark_application_engine_runs_the_job_and_the_policy_deletes(
     assert last["sparkApplication"] not in {c["metadata"]["name"] for c in configmaps}
 
 
-def _wait_run(cp: ControlPlane, ns: str, timeout: float = 240) -> dict[str, Any]:
+def _wait_run(cp: ControlPlane, ns: str, timeout: float = 900) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
         obj: dict[str, Any] = cp.kubectl_json("get", "-n", ns, "retentionpolicy", "spark")
