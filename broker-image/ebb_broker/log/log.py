@@ -228,6 +228,12 @@ class Log:
         with self._lock:
             return self._producers.entry(producer_id)
 
+    def producer_last_offsets(self) -> set[int]:
+        """Last offset of every known producer's newest batch: the cleaner keeps those batches (empty if
+        need be) so sequence numbers survive compaction and restarts (Kafka's RETAIN_EMPTY)."""
+        with self._lock:
+            return self._producers.last_offsets()
+
     # -- append -------------------------------------------------------------------------------------------
 
     def append(self, records: bytes | memoryview, *, now_ms: int | None = None) -> AppendInfo:
