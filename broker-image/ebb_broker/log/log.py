@@ -70,7 +70,10 @@ EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
-_OFFSET = struct.Struct(">q")
+# baseOffset, length, partitionLeaderEpoch: the 16 bytes before magic, outside the CRC, that the leader
+# stamps (a single node is the leader of every partition at epoch 0, as Metadata reports).
+_PREFIX = struct.Struct(">qii")
+LEADER_EPOCH = 0
 
 
 def wall_clock_ms() -> int:
@@ -303,12 +306,15 @@ class Log:
                 base = offset
                 if append_time:
                     head = bytearray(view[pos : pos + HEADER_SIZE])
-                    _OFFSET.pack_into(head, 0, base)
+                    _PREFIX.pack_into(head, 0, base, header.length, LEADER_EPOCH)
                     set_log_append_time(head, view[pos + HEADER_SIZE : pos + header.size], now)
                     buffers += (bytes(head), view[pos + HEADER_SIZE : pos + header.size])
                     batch_max_ts = now
                 else:
-                    buffers += (_OFFSET.pack(base), view[pos + 8 : pos + header.size])
+                    buffers += (
+                        _PREFIX.pack(base, header.length, LEADER_EPOCH),
+                        view[pos + 16 : pos + header.size],
+                    )
                     batch_max_ts = header.max_timestamp
                 offset = base + header.last_offset_delta + 1
                 infos.append(BatchInfo(header.size, offset - 1, batch_max_ts))
