@@ -42,11 +42,14 @@ def target(request: pytest.FixtureRequest) -> Target:
     return Target("apache-kafka", kafka.bootstrap_servers, kafka.data_dir, has_ebb_configs=False)
 
 
-def _create_topic(target: Target, partitions: int) -> str:
+def _create_topic(
+    target: Target, partitions: int, config: dict[str, str] | None = None, name: str | None = None
+) -> str:
     """A fresh topic, so tests sharing a session broker never see each other's records."""
-    name = f"tools-{uuid.uuid4().hex[:10]}"
+    name = name or f"tools-{uuid.uuid4().hex[:10]}"
     admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
-    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(30)
+    new = NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})
+    admin.create_topics([new])[name].result(30)
     return name
 
 
@@ -119,6 +122,38 @@ def test_console_producer_and_consumer_round_trip_then_group_lag(target: Target)
             for r in rows] == [(group, topic, "0", "3", "5", "2")]  # fmt: skip
 
 
+def test_console_producer_codecs_round_trip_and_dump(target: Target) -> None:
+    """The Java producer's own compression (gzip, snappy in xerial framing, lz4 frame, zstd) is stored as
+    sent: kafka-console-consumer reads every topic back unchanged and kafka-dump-log shows each codec."""
+    codecs = ("gzip", "snappy", "lz4", "zstd")
+    prefix = f"codec-{uuid.uuid4().hex[:8]}-"
+    values = [f"{n}: " + "compressible text " * 8 for n in range(4)]
+    for codec in codecs:
+        _create_topic(target, partitions=1, name=prefix + codec)
+        kafka_tool(
+            "kafka-console-producer", "--bootstrap-server", target.bootstrap_servers,
+            "--topic", prefix + codec, "--compression-codec", codec, "--reader-property", "parse.key=true",
+            input="".join(f"{codec}\t{v}\n" for v in values),
+        )  # fmt: skip
+    out = kafka_tool(
+        "kafka-console-consumer", "--bootstrap-server", target.bootstrap_servers,
+        "--include", f"{prefix}.*", "--from-beginning", "--max-messages", str(len(codecs) * len(values)),
+        "--timeout-ms", "30000", "--formatter-property", "print.key=true",
+    )  # fmt: skip
+    by_codec: dict[str, list[str]] = {}
+    for line in out.stdout.splitlines():
+        key, value = line.split("\t", 1)
+        by_codec.setdefault(key, []).append(value)
+    assert by_codec == {codec: values for codec in codecs}
+
+    segments = dump_log(
+        f for codec in codecs for f in sorted((target.data_dir / f"{prefix}{codec}-0").glob("*.log"))
+    )
+    for codec, segment in zip(codecs, segments, strict=True):
+        assert {b.codec for b in segment.batches} == {codec}
+        assert [(r.key, r.value) for r in segment.records] == [(codec, v) for v in values]
+
+
 def _table(text: str) -> list[dict[str, str]]:
     """The whitespace-aligned table kafka-consumer-groups prints (header line starting with GROUP)."""
     lines = [line for line in text.splitlines() if line.strip()]
@@ -127,38 +162,44 @@ def _table(text: str) -> list[dict[str, str]]:
     return [dict(zip(header, line.split(), strict=True)) for line in lines[start + 1 :]]
 
 
-def test_delete_records_with_kip107_offsets_file_prints_low_watermarks(
-    target: Target, topic: str, tmp_path: Path
+def test_delete_records_with_kip107_offsets_file_prints_low_watermarks_and_errors(
+    target: Target, tmp_path: Path
 ) -> None:
     """kafka-delete-records takes KIP-107's JSON offsets file (-1 = high watermark) and prints the new
-    low watermark of every partition; the broker's earliest offset then equals it."""
+    low watermark of every partition, which the broker's earliest offset then equals. In the same request
+    an offset above the high watermark gets OffsetOutOfRange and a compact-only topic PolicyViolation, per
+    partition, and both partitions keep every record."""
+    topic = _create_topic(target, partitions=3)
+    compacted = _create_topic(target, partitions=1, config={"cleanup.policy": "compact"})
     ts = _now_ms()
     _produce(target, topic, [(0, b"k", str(i).encode(), ts + i) for i in range(10)])
     _produce(target, topic, [(1, b"k", str(i).encode(), ts + i) for i in range(6)])
+    _produce(target, topic, [(2, b"k", str(i).encode(), ts + i) for i in range(3)])
+    _produce(target, compacted, [(0, f"k{i}".encode(), b"v", ts + i) for i in range(3)])
     offsets = tmp_path / "offsets.json"
+    entries = [(topic, 0, 4), (topic, 1, -1), (topic, 2, 100), (compacted, 0, 1)]
     offsets.write_text(
         json.dumps(
-            {
-                "version": 1,
-                "partitions": [
-                    {"topic": topic, "partition": 0, "offset": 4},
-                    {"topic": topic, "partition": 1, "offset": -1},
-                ],
-            }
+            {"version": 1, "partitions": [{"topic": t, "partition": p, "offset": o} for t, p, o in entries]}
         )
     )
     out = kafka_tool(
         "kafka-delete-records", "--bootstrap-server", target.bootstrap_servers,
         "--offset-json-file", str(offsets),
     )  # fmt: skip
-    printed = {
-        line.split()[1]: int(line.split()[-1])
-        for line in out.stdout.splitlines()
-        if line.startswith("partition: ")
-    }
-    assert printed == {f"{topic}-0": 4, f"{topic}-1": 6}, out.stdout
+    # "partition: T-P\tlow_watermark: N" or "partition: T-P\terror: <exception class>: <message>"
+    lines = [line for line in out.stdout.splitlines() if line.startswith("partition: ")]
+    printed = {line.split()[1]: line.split("\t", 1)[1] for line in lines}
+    assert printed.keys() == {f"{topic}-0", f"{topic}-1", f"{topic}-2", f"{compacted}-0"}, out.stdout
+    assert printed[f"{topic}-0"] == "low_watermark: 4"
+    assert printed[f"{topic}-1"] == "low_watermark: 6"
+    errors = "error: org.apache.kafka.common.errors."
+    assert printed[f"{topic}-2"].startswith(errors + "OffsetOutOfRangeException")
+    assert printed[f"{compacted}-0"].startswith(errors + "PolicyViolationException")
     assert _watermarks(target, topic, 0) == (4, 10)
     assert _watermarks(target, topic, 1) == (6, 6)
+    assert _watermarks(target, topic, 2) == (0, 3)
+    assert _watermarks(target, compacted, 0) == (0, 3)
 
 
 def _describe_configs(target: Target, topic: str) -> dict[str, str]:
@@ -270,3 +311,45 @@ def test_dump_log_reads_topic_segments_and_consumer_offsets(target: Target, topi
     commits, _groups = dump_consumer_offsets(offsets_logs)
     mine = [(c.topic, c.partition, c.offset) for c in commits if c.group == group]
     assert mine == [(topic, 0, 4)]
+
+
+def test_consumer_groups_describe_members_and_group_metadata_on_disk(target: Target, topic: str) -> None:
+    """While a consumer is in the group, kafka-consumer-groups --describe --members shows it with its
+    client id and assigned partitions (the Java admin falls back from KIP-848's ConsumerGroupDescribe to
+    DescribeGroups); the group's metadata is stored in __consumer_offsets as Kafka's GroupMetadata record,
+    which kafka-dump-log --offsets-decoder decodes with the member's subscription and assignment."""
+    group = f"members-{uuid.uuid4().hex[:8]}"
+    client_id = f"client-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": target.bootstrap_servers,
+            "group.id": group,
+            "client.id": client_id,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while not consumer.assignment():
+            assert time.monotonic() < deadline, "the consumer never got its partitions"
+            consumer.poll(0.2)
+        out = kafka_tool(
+            "kafka-consumer-groups", "--bootstrap-server", target.bootstrap_servers,
+            "--describe", "--members", "--group", group,
+        )  # fmt: skip
+    finally:
+        consumer.close()
+    (row,) = _table(out.stdout)
+    assert (row["GROUP"], row["CLIENT-ID"], row["#PARTITIONS"]) == (group, client_id, "2")
+    assert row["CONSUMER-ID"].startswith(client_id)
+
+    commits, groups = dump_consumer_offsets(sorted(target.data_dir.glob("__consumer_offsets-*/*.log")))
+    assert [c for c in commits if c.group == group] == []  # nothing consumed, nothing committed
+    joined = [g for g in groups if g["group"] == group and g["members"]]
+    assert joined, f"no GroupMetadata with members for {group}"
+    member = joined[-1]["members"][0]
+    assert joined[-1]["protocolType"] == "consumer"
+    assert member["clientId"] == client_id
+    assert member["subscription"]["topics"] == [topic]
+    assert member["assignment"]["assignedPartitions"] == [{"topic": topic, "partitions": [0, 1]}]

@@ -2,7 +2,8 @@
 
 `make harness-kafka` assembles the jars (tests/harness/kafka/pom.xml) into $EBB_CACHE/kafka/<version>/libs;
 this module only runs them. Every JVM started here is killed again by its owner (`kafka_tool` waits for it,
-`ApacheKafka` is a context manager), so no test leaves a Java process behind.
+`apache_kafka` is a context manager and the broker dies with its parent), so no test leaves a Java
+process behind.
 """
 
 from __future__ import annotations

@@ -10,8 +10,7 @@ import itertools
 from collections.abc import Iterator
 
 import pytest
-
-from harness.controlplane import ControlPlane, running_control_plane
+from tests.harness.controlplane import ControlPlane, running_control_plane
 
 _namespaces = itertools.count(1)
 
