@@ -40,6 +40,7 @@ from ebb_broker.log import files
 from ebb_broker.log.checkpoint import atomic_write, fsync_dir, read_offsets, write_offsets
 from ebb_broker.log.cleaner_manager import CleanerManager, CleanerReport
 from ebb_broker.log.errors import (
+    CorruptCheckpointError,
     InvalidConfigError,
     InvalidPartitionsError,
     TopicExistsError,
@@ -154,7 +155,14 @@ class LogManager:
             if p.is_dir() and p.name.endswith(files.DELETE_DIR_SUFFIX):
                 shutil.rmtree(p, ignore_errors=True)
         mgr._topics = mgr._read_topics()
-        recovery = read_offsets(data_dir / files.RECOVERY_POINT_CHECKPOINT)
+        try:
+            recovery = read_offsets(data_dir / files.RECOVERY_POINT_CHECKPOINT)
+        except CorruptCheckpointError as exc:
+            # As Kafka: recovering every segment from its start is slower, never wrong.
+            log.warning("%s; recovering every segment from offset 0", exc)
+            recovery = {}
+        # A corrupt log-start-offset-checkpoint is NOT reset (Kafka would fall back to the first segment's
+        # base, resurrecting deleted records): read_offsets raises and the broker refuses to start.
         starts = read_offsets(data_dir / files.LOG_START_OFFSET_CHECKPOINT)
         for meta in mgr._topics.values():
             tconf = config.topic_config(meta.overrides)

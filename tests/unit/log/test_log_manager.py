@@ -164,3 +164,26 @@ def test_idempotent_producer_state_survives_restart(manager) -> None:  # type: i
     with pytest.raises(OutOfOrderSequenceError):
         lg.append(produce(9))
     assert lg.append(produce(3)).base_offset == 3
+
+
+def test_corrupt_checkpoints(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A corrupt recovery-point checkpoint only costs a full recovery; a corrupt log-start checkpoint stops
+    the start instead of resurrecting deleted records."""
+    from ebb_broker.log.errors import CorruptCheckpointError
+
+    mgr = manager()
+    mgr.create_topic("t", 1, {})
+    lg = mgr.get_log("t", 0)
+    for _ in range(5):
+        lg.append(batch(b"x"))
+    lg.delete_records(3)
+    mgr.abandon()
+    data = tmp_path / "data"
+    (data / "recovery-point-offset-checkpoint").write_text("0\n7\nt 0 5\n")
+    second = manager()
+    lg = second.get_log("t", 0)
+    assert (lg.log_start_offset, lg.log_end_offset) == (3, 5)
+    second.close()
+    (data / "log-start-offset-checkpoint").write_text("0\n1\nt 0\n")
+    with pytest.raises(CorruptCheckpointError, match="malformed line"):
+        manager()
