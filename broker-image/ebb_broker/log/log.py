@@ -302,6 +302,7 @@ class Log:
             infos: list[BatchInfo] = []
             first = offset
             max_ts = -1
+            total = records = 0
             for pos, header in headers:
                 base = offset
                 if append_time:
@@ -318,14 +319,18 @@ class Log:
                     batch_max_ts = header.max_timestamp
                 offset = base + header.last_offset_delta + 1
                 infos.append(BatchInfo(header.size, offset - 1, batch_max_ts))
-                max_ts = max(max_ts, batch_max_ts)
-            # offsets in producer state were staged from the client's headers; fix them to the stamped ones
-            self._restamp_pending(pending, headers, first)
-            total = sum(i.size for i in infos)
+                if batch_max_ts > max_ts:
+                    max_ts = batch_max_ts
+                total += header.size
+                records += header.count
+            if pending:
+                # producer state was staged from the client's headers; give it the stamped offsets
+                self._restamp_pending(pending, headers, first)
             self._maybe_roll(total, max_ts, offset - 1, now)
             self._local.append(buffers, infos)
-            self._producers.commit(pending)
-            self._unflushed_messages += sum(h.count for _p, h in headers)
+            if pending:
+                self._producers.commit(pending)
+            self._unflushed_messages += records
             if self._unflushed_messages >= config.flush_messages:
                 self._local.flush()
                 self._unflushed_messages = 0
