@@ -265,6 +265,7 @@ class LogManager:
             if name in self._topics:
                 raise TopicExistsError(f"topic {name!r} already exists")
             meta = TopicMetadata(name, partitions, overrides, uuid.uuid4())
+            self._remove_stray_dirs(name, range(partitions))
             self._write_topics({**self._topics, name: meta})
             self._topics[name] = meta
             for p in range(partitions):
@@ -283,8 +284,19 @@ class LogManager:
             self._write_topics({**self._topics, name: new})
             self._topics[name] = new
             tconf = self.config.topic_config(meta.overrides)
+            self._remove_stray_dirs(name, range(meta.partitions, total))
             for p in range(meta.partitions, total):
                 self._logs[(name, p)] = self._open_log(name, p, tconf, 0, 0, True)
+
+    def _remove_stray_dirs(self, topic: str, partitions: range) -> None:
+        """A directory left by a crash during delete_topic must not reappear inside a new topic."""
+        for p in partitions:
+            d = files.partition_dir(self.data_dir, topic, p)
+            if d.exists():
+                log.warning("removing stray %s before creating %s-%d afresh", d, topic, p)
+                doomed = d.with_name(f"{d.name}.{uuid.uuid4().hex}{files.DELETE_DIR_SUFFIX}")
+                d.replace(doomed)
+                shutil.rmtree(doomed, ignore_errors=True)
 
     def delete_topic(self, name: str) -> None:
         with self._lock, self._maintenance:
