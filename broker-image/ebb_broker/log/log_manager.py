@@ -9,7 +9,8 @@ Ebb has no controller quorum, so the LogManager also keeps the topic list in the
 
 ``config`` holds only the topic's overrides, as given (strings); the effective config is the broker
 defaults overlaid with them. The file is written before partition directories are created and after they
-are removed, so a crash in between leaves at worst an empty partition to recreate or a stray directory.
+are removed, so a crash in between leaves at worst an empty partition to recreate or a stray directory
+(ignored at startup, removed before a topic of that name is created again).
 
 Checkpoints (Kafka's names and text format): ``recovery-point-offset-checkpoint`` and
 ``replication-offset-checkpoint`` (the high watermark) on ``checkpoint()`` and ``close()``;
