@@ -381,6 +381,8 @@ class Log:
                     max_position = found[0] if found is not None else None
                 got = seg.read(offset, remaining, max_position=max_position, min_one_batch=not slices)
                 if got is None:
+                    if max_position is not None:
+                        break  # the limit lies in this segment: nothing below it is left
                     continue  # a compaction gap at the end of this segment: go on to the next one
                 pos, length = got
                 slices.append(FetchSlice(seg.log_path, pos, length))
@@ -473,7 +475,9 @@ class Log:
             now = self._local.clock() if now_ms is None else now_ms
             config = self.config
             self._delete(
-                start_offset_breach(self._log_start_offset), RetentionReason.LOG_START_OFFSET_BREACH, result
+                start_offset_breach(self._log_start_offset, self.log_end_offset),
+                RetentionReason.LOG_START_OFFSET_BREACH,
+                result,
             )
             if not config.delete:
                 return result

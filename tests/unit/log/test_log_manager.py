@@ -146,3 +146,21 @@ def test_unknown_partition_directories_are_left_alone(manager, tmp_path: Path) -
     mgr = manager()
     assert mgr.topics() == {}
     assert (tmp_path / "data" / "stray-0").exists()
+
+
+def test_idempotent_producer_state_survives_restart(manager) -> None:  # type: ignore[no-untyped-def]
+    from ebb_broker.log.errors import OutOfOrderSequenceError
+    from ebb_broker.log.records import NewRecord, build_batch
+
+    def produce(seq: int) -> bytes:
+        return build_batch([NewRecord(b"k", b"v")] * 3, producer_id=11, producer_epoch=0, base_sequence=seq)
+
+    mgr = manager()
+    mgr.create_topic("t", 1, {})
+    first = mgr.get_log("t", 0).append(produce(0))
+    mgr.abandon()
+    lg = manager().get_log("t", 0)
+    assert lg.append(produce(0)) == first  # the retry after a broker crash is not written twice
+    with pytest.raises(OutOfOrderSequenceError):
+        lg.append(produce(9))
+    assert lg.append(produce(3)).base_offset == 3
