@@ -176,3 +176,43 @@ def test_restart_mid_run_resumes_the_recorded_plan_without_a_second_deletion(
     objects.wait("deleterecords", "resume", lambda o: True)
     assert log_start(kafka_bootstrap, topic, 0) == 20
     assert sum(1 for e in objects.events("resume") if e["reason"] == "RecordsDeleted") == 1
+
+
+def test_cluster_secret_is_read_and_a_missing_one_fails_readably(
+    kafka_bootstrap: str, objects: Objects, ebb_operator: OperatorProcess
+) -> None:
+    """spec.cluster.secretRef: client properties come from a Secret the operator may read (RBAC)."""
+    topic = unique("dr-secret")
+    create_topic(kafka_bootstrap, topic, 1)
+    produce(kafka_bootstrap, topic, {0: 10})
+    objects.cp.kubectl(
+        "create",
+        "secret",
+        "generic",
+        "kafka-client",
+        "-n",
+        objects.namespace,
+        "--from-literal=security.protocol=PLAINTEXT",
+        "--from-literal=client.id=ebb-test",
+    )
+    partitions = [{"topic": topic, "partition": 0, "offset": 4}]
+    cluster = {**_cluster(kafka_bootstrap), "secretRef": {"name": "kafka-client"}}
+    assert (
+        objects.apply(
+            "DeleteRecords", "with-secret", {"cluster": cluster, "guard": "None", "partitions": partitions}
+        ).returncode
+        == 0
+    )
+    objects.wait("deleterecords", "with-secret", _phase("Succeeded"))
+    assert log_start(kafka_bootstrap, topic, 0) == 4
+
+    missing = {**_cluster(kafka_bootstrap), "secretRef": {"name": "no-such-secret"}}
+    assert (
+        objects.apply(
+            "DeleteRecords", "no-secret", {"cluster": missing, "guard": "None", "partitions": partitions}
+        ).returncode
+        == 0
+    )
+    obj = objects.wait("deleterecords", "no-secret", _phase("Failed"))
+    assert ready(obj)["reason"] == "ClusterUnreachable"
+    assert f"cannot read Secret {objects.namespace}/no-such-secret: 404" in ready(obj)["message"]
