@@ -18,7 +18,6 @@ from tests.harness.kafka import free_port
 from tests.k8s.operator.operator_k8s import Objects, OperatorProcess
 
 from ebb_operator import rbac
-from harness.controlplane import ControlPlane
 
 REPO = Path(__file__).resolve().parents[3]
 OPERATOR_NAMESPACE = "ebb-system"
