@@ -9,7 +9,6 @@ process behind.
 from __future__ import annotations
 
 import base64
-import ctypes
 import os
 import re
 import shutil
@@ -22,6 +21,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.harness.child_process import die_with_parent
 
 HARNESS = Path(__file__).parent / "kafka"
 POM = HARNESS / "pom.xml"
@@ -200,13 +201,6 @@ def _terminate(process: subprocess.Popen[bytes], timeout: float) -> None:
         process.wait()
 
 
-def _die_with_parent() -> None:
-    """Runs in the child before exec: the kernel SIGKILLs the broker if the test process dies first (even
-    by kill -9), so no JVM outlives the session that started it. Linux prctl(PR_SET_PDEATHSIG)."""
-    pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-
-
 class KafkaStartError(RuntimeError):
     """The broker exited or did not serve in time; the message carries the end of its log."""
 
@@ -288,7 +282,7 @@ def _start(work_dir: Path, overrides: Mapping[str, str], host: str, start_timeou
     stdout_file = work_dir / "stdout.log"
     with stdout_file.open("wb") as out:
         process = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent
+            cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent
         )
     broker = KafkaBroker(
         host=host,
