@@ -57,11 +57,11 @@ def _kafka_available() -> str | None:
     return None
 
 
-def _produce_throughput(bootstrap: str, topic: str) -> tuple[float, float]:
+def _produce_throughput(bootstrap: str, topic: str, count: int = RECORDS) -> tuple[float, float]:
     p = Producer({"bootstrap.servers": bootstrap, **PRODUCER})
     payload = b"x" * RECORD_BYTES
     started = time.perf_counter()
-    for _ in range(RECORDS):
+    for _ in range(count):
         while True:
             try:
                 p.produce(topic, payload, partition=0)
@@ -70,7 +70,7 @@ def _produce_throughput(bootstrap: str, topic: str) -> tuple[float, float]:
                 p.poll(0.01)
     assert p.flush(120) == 0, "records still in flight after 120 s"
     seconds = time.perf_counter() - started
-    return RECORDS / seconds, RECORDS * RECORD_BYTES / seconds / 1e6
+    return count / seconds, count * RECORD_BYTES / seconds / 1e6
 
 
 def _produce_latency(bootstrap: str, topic: str) -> tuple[float, float]:
@@ -119,6 +119,11 @@ def _measure(name: str, bootstrap: str) -> dict[str, Any]:
         [NewTopic("bench", 1, 1), NewTopic("bench-lat", 1, 1)]
     )
     time.sleep(1)
+    # Warm both sides (JIT for Kafka, caches for Python) on another topic before measuring.
+    print(f"  {name}: warming up", flush=True)
+    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic("warmup", 1, 1)])
+    time.sleep(0.5)
+    _produce_throughput(bootstrap, "warmup", RECORDS // 4)
     print(f"  {name}: producing {RECORDS} records of {RECORD_BYTES} bytes", flush=True)
     p_rate, p_mb = _produce_throughput(bootstrap, "bench")
     print(f"  {name}: fetching them back", flush=True)

@@ -4,15 +4,11 @@ test session pays once, and the latency of a kubectl round trip against it."""
 from __future__ import annotations
 
 import statistics
-import sys
 import time
-from pathlib import Path
 
-# The control plane is test harness code (tests/harness), not part of the shipped packages.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from tests.harness.controlplane import running_control_plane
 
 from bench.report import emit
-from harness.controlplane import running_control_plane
 
 STARTS = 5
 KUBECTL_CALLS = 20

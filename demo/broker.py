@@ -45,11 +45,30 @@ def watermarks(admin: AdminClient) -> dict[int, tuple[int, int]]:
 
 
 def produce(bootstrap: str, name: str) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "client.id": name})
+    # Batches stay well under segment.bytes: Kafka (and Ebb) refuse a batch larger than a segment.
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 5,
+            "batch.size": 16384,
+            "client.id": name,
+        }
+    )
+    failed: list[str] = []
+
+    def done(err: object, msg: object) -> None:
+        if err is not None:
+            failed.append(str(err))
+
     for i in range(RECORDS_PER_PRODUCER):
-        p.produce(TOPIC, key=f"{name}-{i % 100}".encode(), value=f"{name} order {i} ".encode() * 4)
+        p.produce(
+            TOPIC, key=f"{name}-{i % 100}".encode(), value=f"{name} order {i} ".encode() * 4, on_delivery=done
+        )
         p.poll(0)
     p.flush(60)
+    if failed:
+        raise SystemExit(f"{name}: {len(failed)} records were not acknowledged, e.g. {failed[0]}")
 
 
 def consume(bootstrap: str, group: str, fraction: float) -> dict[int, int]:
@@ -120,6 +139,8 @@ def main() -> None:
                 t.join()
             for p, (low, high) in watermarks(admin).items():
                 print(f"    partition {p}: offsets {low}..{high}")
+            total = sum(high for _, high in watermarks(admin).values())
+            print(f"    {total} records acknowledged and stored")
 
             say("Group 'billing' reads everything; group 'analytics' reads only the first 40%; both commit")
             for group, fraction in (("billing", 1.0), ("analytics", 0.4)):

@@ -11,4 +11,4 @@ harness-k8s:
 # A real etcd + kube-apiserver in the foreground: prints the kubeconfig and how to use kubectl; Ctrl-C
 # stops it and deletes its data.
 controlplane: venv harness-k8s
-	@PYTHONPATH=tests $(PY) -m harness.controlplane
+	@$(PY) -m tests.harness.controlplane

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).parent
 # Fixtures of the test harnesses (tests/harness/), usable from every tier; each starts what it needs
-# only when a test asks for it.
-pytest_plugins = ["tests.harness.kafka_fixtures", "harness.pytest_controlplane"]
+# only when a test asks for it (session-scoped).
+pytest_plugins = ("tests.harness.kafka_fixtures", "tests.harness.pytest_controlplane")
+
+TESTS = Path(__file__).parent
 TIERS = ("unit", "compat", "spark", "k8s", "e2e")
 
 

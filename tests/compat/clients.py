@@ -8,6 +8,7 @@ carrying Kafka's error code, whatever exception type the library raises.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 import uuid
@@ -504,6 +505,10 @@ class KafkaPythonClient:
         for err in _leaves(result):
             if isinstance(err, Exception) and getattr(err, "errno", 0):
                 raise self._wrap(err)
+            # kafka-python 3 reports a per-resource failure as "[Error 40] InvalidConfigurationError: ..."
+            m = re.match(r"\[Error (-?\d+)\]", err) if isinstance(err, str) else None
+            if m and int(m.group(1)):
+                raise BrokerError(int(m.group(1)), err)
 
     def member(self, group: str, topic: str) -> Member:
         c = self._consumer(group, "earliest")
@@ -768,7 +773,7 @@ class AiokafkaClient:
         return self._run(go())
 
     def describe_configs(self, topic: str) -> dict[str, str | None]:
-        from aiokafka.admin import ConfigResource, ConfigResourceType
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
         async def go() -> dict[str, str | None]:
             admin = await self._admin()
@@ -776,7 +781,7 @@ class AiokafkaClient:
                 responses = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
                 out: dict[str, str | None] = {}
                 for resp in responses:
-                    for result in resp.results:
+                    for result in resp.resources:
                         error_code, _msg, _rtype, name, entries = result[:5]
                         if error_code:
                             raise BrokerError(error_code, _msg or "")
@@ -789,7 +794,7 @@ class AiokafkaClient:
         return self._run(go())
 
     def alter_configs(self, topic: str, configs: dict[str, str]) -> None:
-        from aiokafka.admin import ConfigResource, ConfigResourceType
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
         async def go() -> None:
             admin = await self._admin()
@@ -807,9 +812,12 @@ class AiokafkaClient:
         self._run(go())
 
     def member(self, group: str, topic: str) -> Member:
-        c = self._consumer(group, "earliest", topic)
-        self.loop.run(c.start())
-        return _AiokafkaMember(self.loop, c)
+        async def make() -> Any:
+            c = self._consumer(group, "earliest", topic)  # must be created on its loop
+            await c.start()
+            return c
+
+        return _AiokafkaMember(self.loop, self.loop.run(make()))
 
     def close(self) -> None:
         self.loop.close()

@@ -13,9 +13,8 @@ FAST_BACKGROUND = {"log.cleaner.backoff.ms": "200", "log.retention.check.interva
 
 
 def _create(bootstrap: str, topic: str, configs: dict[str, str], partitions: int = 1) -> None:
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics(
-        [NewTopic(topic, partitions, 1, config=configs)]
-    )[topic].result(30)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # keep it alive until the future resolves
+    admin.create_topics([NewTopic(topic, partitions, 1, config=configs)])[topic].result(30)
 
 
 def _produce(

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from harness.child_process import die_with_parent
-from harness.k8s_binaries import Binaries
-from harness.k8s_pki import Pki, make_pki
-from harness.kubeconfig import write_kubeconfig
+from tests.harness.child_process import die_with_parent
+from tests.harness.k8s_binaries import Binaries
+from tests.harness.k8s_pki import Pki, make_pki
+from tests.harness.kubeconfig import write_kubeconfig
 
 ADMIN_USER = "ebb-admin"
 ADMIN_GROUP = "system:masters"
@@ -129,7 +129,7 @@ def _etcd_healthy(url: str) -> bool:
 
 def _apiserver_ready(server: str, context: ssl.SSLContext) -> bool:
     # /readyz turns 200 only once every post-start hook has run, among them the RBAC bootstrap roles
-    # and the system namespaces: then the server is what a kubeadm cluster is after init.
+    # and the system namespaces: from then on the API behaves as a freshly initialised cluster's.
     try:
         with urllib.request.urlopen(f"{server}/readyz", timeout=2, context=context) as resp:
             return bool(resp.status == 200)
@@ -230,6 +230,11 @@ class ControlPlane:
             token=token,
             namespace=namespace,
         )
+
+    @property
+    def pids(self) -> list[int]:
+        """Process ids of etcd and kube-apiserver, in start order."""
+        return [p.popen.pid for p in self._processes]
 
     def running(self) -> bool:
         return all(p.running() for p in self._processes)

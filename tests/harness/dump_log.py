@@ -18,6 +18,8 @@ from typing import Any
 from tests.harness.kafka import kafka_tool
 
 _FIELD = re.compile(r"(\w+): (\S+)")
+_INDEX_ENTRY = re.compile(r"^offset: (?P<offset>\d+) position: (?P<position>\d+)$")
+_TIME_INDEX_ENTRY = re.compile(r"^timestamp: (?P<timestamp>-?\d+) offset: (?P<offset>\d+)$")
 _RECORD = re.compile(
     r"^\| offset: (?P<offset>\d+) (?P<ts_type>CreateTime|LogAppendTime|NoTimestampType): (?P<ts>-?\d+)"
     r" keySize: (?P<key_size>-?\d+) valueSize: (?P<value_size>-?\d+) sequence: (?P<seq>-?\d+)"
@@ -51,13 +53,19 @@ class DumpedBatch:
     is_control: bool
     producer_id: int
     delete_horizon_ms: int | None
+    position: int
     records: list[DumpedRecord] = field(default_factory=list)
 
 
 @dataclass
 class DumpedSegment:
+    """One dumped file: batches of a `.log`, or the entries of a `.index`/`.timeindex`. (DumpLogSegments
+    reports index entries that disagree with their log on stderr: "Mismatches in :FILE".)"""
+
     file: Path
     batches: list[DumpedBatch] = field(default_factory=list)
+    index_entries: list[tuple[int, int]] = field(default_factory=list)  # (offset, position)
+    time_index_entries: list[tuple[int, int]] = field(default_factory=list)  # (timestamp, offset)
 
     @property
     def records(self) -> list[DumpedRecord]:
@@ -113,8 +121,13 @@ def parse_dump(text: str, *, sized: bool = True) -> list[DumpedSegment]:
                     is_control=f["isControl"] == "true",
                     producer_id=int(f["producerId"]),
                     delete_horizon_ms=int(horizon.group(1)) if horizon and horizon.group(1) else None,
+                    position=int(f["position"]),
                 )
             )
+        elif m := _INDEX_ENTRY.match(line):
+            segments[-1].index_entries.append((int(m["offset"]), int(m["position"])))
+        elif m := _TIME_INDEX_ENTRY.match(line):
+            segments[-1].time_index_entries.append((int(m["timestamp"]), int(m["offset"])))
         elif line.startswith("| offset: "):
             m = _RECORD.match(line)
             if m is None or not segments or not segments[-1].batches:

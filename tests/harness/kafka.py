@@ -2,14 +2,17 @@
 
 `make harness-kafka` assembles the jars (tests/harness/kafka/pom.xml) into $EBB_CACHE/kafka/<version>/libs;
 this module only runs them. Every JVM started here is killed again by its owner (`kafka_tool` waits for it,
-`ApacheKafka` is a context manager), so no test leaves a Java process behind.
+`apache_kafka` is a context manager and the broker dies with its parent), so no test leaves a Java
+process behind.
 """
 
 from __future__ import annotations
 
 import base64
+import ctypes
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -69,12 +72,17 @@ TOOL_JVM_OPTS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX
 BROKER_JVM_OPTS = ("-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-XX:-UsePerfData", "-Djava.awt.headless=true")
 
 
-def java_command(main_class: str, *args: str, jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS) -> list[str]:
-    """The `java` command line running `main_class` on the assembled classpath with quiet logging."""
+def java_command(
+    main_class: str,
+    *args: str,
+    jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS,
+    log_config: Path = TOOLS_LOG_CONFIG,
+) -> list[str]:
+    """The `java` command line running `main_class` on the assembled classpath (quiet logging by default)."""
     return [
         "java",
         *jvm_opts,
-        f"-Dlog4j2.configurationFile={TOOLS_LOG_CONFIG}",
+        f"-Dlog4j2.configurationFile={log_config}",
         "-cp",
         f"{libs_dir()}/*",
         main_class,
@@ -140,7 +148,6 @@ FAST_SETTINGS: Mapping[str, str] = {
     "log.initial.task.delay.ms": "0",
     "log.cleaner.backoff.ms": "1000",
     "log.segment.delete.delay.ms": "0",
-    "log.flush.scheduler.interval.ms": "1000",
 }
 
 
@@ -193,6 +200,13 @@ def _terminate(process: subprocess.Popen[bytes], timeout: float) -> None:
         process.wait()
 
 
+def _die_with_parent() -> None:
+    """Runs in the child before exec: the kernel SIGKILLs the broker if the test process dies first (even
+    by kill -9), so no JVM outlives the session that started it. Linux prctl(PR_SET_PDEATHSIG)."""
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+
+
 class KafkaStartError(RuntimeError):
     """The broker exited or did not serve in time; the message carries the end of its log."""
 
@@ -223,11 +237,29 @@ def apache_kafka(
 ) -> Iterator[KafkaBroker]:
     """Format storage and run a single-node KRaft broker+controller in `work_dir`; stop it on exit.
 
-    The broker listens on a free port of `host`; `overrides` replace or extend `FAST_SETTINGS`.
+    The broker listens on free ports of `host` (tried again with new ports if another process took one
+    between choosing and binding); `overrides` replace or extend `FAST_SETTINGS`.
     """
+    for attempt in range(3):
+        try:
+            broker = _start(work_dir, overrides or {}, host, start_timeout)
+            break
+        except KafkaStartError as exc:
+            if attempt == 2 or "Address already in use" not in str(exc):
+                raise
+            shutil.rmtree(work_dir / "data", ignore_errors=True)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def _start(work_dir: Path, overrides: Mapping[str, str], host: str, start_timeout: float) -> KafkaBroker:
+    """One start attempt; the broker is stopped again if it does not come up."""
     work_dir.mkdir(parents=True, exist_ok=True)
     data_dir = work_dir / "data"
     log_file = work_dir / "server.log"
+    log_file.unlink(missing_ok=True)
     port, controller_port = free_port(host), free_port(host)
     settings = {
         "process.roles": "broker,controller",
@@ -240,7 +272,7 @@ def apache_kafka(
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "log.dirs": str(data_dir),
         **FAST_SETTINGS,
-        **(overrides or {}),
+        **overrides,
     }
     props = work_dir / "server.properties"
     _write_properties(props, settings)
@@ -251,12 +283,13 @@ def apache_kafka(
         "kafka.Kafka",
         str(props),
         jvm_opts=(*BROKER_JVM_OPTS, f"-Dkafka.logs.file={log_file}", f"-Dkafka.logs.dir={work_dir}"),
+        log_config=BROKER_LOG_CONFIG,
     )
-    cmd[cmd.index(f"-Dlog4j2.configurationFile={TOOLS_LOG_CONFIG}")] = (
-        f"-Dlog4j2.configurationFile={BROKER_LOG_CONFIG}"
-    )
-    with (work_dir / "stdout.log").open("wb") as out:
-        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    stdout_file = work_dir / "stdout.log"
+    with stdout_file.open("wb") as out:
+        process = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent
+        )
     broker = KafkaBroker(
         host=host,
         port=port,
@@ -268,25 +301,18 @@ def apache_kafka(
         start_seconds=0.0,
         settings=settings,
     )
-    try:
-        deadline = started + start_timeout
-        while True:
-            if process.poll() is not None:
-                raise KafkaStartError(
-                    f"Apache Kafka exited with {process.returncode} while starting\n{broker.log_tail()}"
-                )
-            if (
-                log_file.exists()
-                and _STARTED in log_file.read_text(errors="replace")
-                and _serving(host, port)
-            ):
-                break
-            if time.monotonic() > deadline:
-                raise KafkaStartError(
-                    f"Apache Kafka did not serve within {start_timeout}s\n{broker.log_tail()}"
-                )
+    deadline = started + start_timeout
+    problem = ""
+    while not problem:
+        if process.poll() is not None:
+            problem = f"Apache Kafka exited with {process.returncode} while starting"
+        elif log_file.exists() and _STARTED in log_file.read_text(errors="replace") and _serving(host, port):
+            broker.start_seconds = time.monotonic() - started
+            return broker
+        elif time.monotonic() > deadline:
+            problem = f"Apache Kafka did not serve within {start_timeout}s"
+        else:
             time.sleep(0.1)
-        broker.start_seconds = time.monotonic() - started
-        yield broker
-    finally:
-        broker.stop()
+    broker.stop()
+    stdout_tail = "\n".join(stdout_file.read_text(errors="replace").splitlines()[-20:])
+    raise KafkaStartError(f"{problem}\n--- {log_file}\n{broker.log_tail()}\n--- {stdout_file}\n{stdout_tail}")

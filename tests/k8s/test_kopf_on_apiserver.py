@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from harness.child_process import die_with_parent
-from harness.controlplane import ControlPlane
+from tests.harness.child_process import die_with_parent
+from tests.harness.controlplane import ControlPlane
 
 OPERATOR = """
 import kopf

@@ -1,7 +1,7 @@
 """DeleteRecords: v0-2 (API key 21)
 
-Behaviour (KIP-107):
-- Moves each partition's log start offset (low watermark) to the requested offset and answers
+Behaviour:
+- KIP-107: moves each partition's log start offset (low watermark) to the requested offset, answers
   the new low watermark; offset -1 means the high watermark. Deletion is idempotent and never
   moves the low watermark backwards: an offset below it answers the current one.
 - Per-partition errors as Kafka returns them: OFFSET_OUT_OF_RANGE above the high watermark (or

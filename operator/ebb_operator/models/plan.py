@@ -22,6 +22,9 @@ class HoldReason(StrEnum):
     REQUIRED_GROUP_MISSING = "RequiredGroupMissing"
     NOT_EXCLUSIVE = "NotExclusive"  # read by a group outside include (KIP-762)
     COMPACT_ONLY = "CompactOnly"  # cleanup.policy lacks delete: reported, not attempted
+    NO_COUNTED_CONSUMERS = (
+        "NoCountedConsumers"  # no counted group reads the topic: nothing proves consumption
+    )
     NOTHING_TO_DELETE = "NothingToDelete"  # already at the cut
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from harness.controlplane import ControlPlane
 from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
+from tests.harness.controlplane import ControlPlane
 from tests.harness.kafka import free_port
 from tests.k8s.operator.operator_k8s import Objects, OperatorProcess
 
