@@ -20,16 +20,11 @@ import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kubernetes import client, config
-
-from bench.report import emit
-
-# The control-plane harness imports itself as `harness` (tests/ on sys.path, as pytest runs it).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-# isort: off
-from harness.controlplane import ControlPlane, running_control_plane
+from tests.harness.controlplane import ControlPlane, running_control_plane
 from tests.harness.ebb_broker import EbbBroker
 from tests.harness.kafka import apache_kafka, free_port, kafka_tool
-# isort: on
+
+from bench.report import emit
 
 PARTITIONS = 100
 RUNS = 20
