@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, produce, unique
+from tests.harness.kafka import free_port
 from tests.k8s.operator.operator_k8s import Objects, OperatorProcess, ready
 
 
@@ -243,3 +244,23 @@ def test_kill_9_during_a_run_and_restart_cuts_exactly_the_planned_offsets(
     assert {p["lowWatermark"] for p in obj["status"]["partitions"]} == {30}
     assert obj["status"]["deletedRecords"] == 600
     assert {log_start(kafka_bootstrap, topic, p) for p in range(20)} == {30}
+
+
+def test_unreachable_cluster_stays_pending_with_the_reason_and_deletes_nothing(
+    objects: Objects, ebb_operator: OperatorProcess
+) -> None:
+    """Nothing answers on the port: the request waits (Pending) and says why, it neither fails nor runs."""
+    dead = f"127.0.0.1:{free_port()}"
+    spec = {
+        "cluster": _cluster(dead),
+        "timeout": "2s",
+        "partitions": [{"topic": "t", "partition": 0, "offset": 1}],
+    }
+    assert objects.apply("DeleteRecords", "unreachable", spec).returncode == 0
+    obj = objects.wait(
+        "deleterecords",
+        "unreachable",
+        lambda o: "cannot read cluster state" in ((ready(o) or {}).get("message", "")),
+    )
+    assert obj["status"]["phase"] == "Pending"
+    assert ready(obj)["status"] == "Unknown"
