@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, produce, unique
+from tests.harness.kafka import free_port
 from tests.k8s.operator.operator_k8s import Objects, OperatorProcess, ready
 
 
@@ -216,3 +217,50 @@ def test_cluster_secret_is_read_and_a_missing_one_fails_readably(
     obj = objects.wait("deleterecords", "no-secret", _phase("Failed"))
     assert ready(obj)["reason"] == "ClusterUnreachable"
     assert f"cannot read Secret {objects.namespace}/no-such-secret: 404" in ready(obj)["message"]
+
+
+def test_kill_9_during_a_run_and_restart_cuts_exactly_the_planned_offsets(
+    kafka_bootstrap: str, objects: Objects, start_operator: Callable[[], OperatorProcess]
+) -> None:
+    """kill -9 as soon as the run is seen (Running, or already done), grow the log, restart: whatever the
+    moment of the kill, every partition ends at the offset planned before the kill, never past it."""
+    topic = unique("dr-kill")
+    create_topic(kafka_bootstrap, topic, 20)
+    produce(kafka_bootstrap, topic, dict.fromkeys(range(20), 30))
+    operator = start_operator()
+    spec = {
+        "cluster": _cluster(kafka_bootstrap),
+        "guard": "None",
+        "partitions": [{"topic": topic, "partition": p, "offset": -1} for p in range(20)],
+    }
+    assert objects.apply("DeleteRecords", "killed", spec).returncode == 0
+    objects.wait("deleterecords", "killed", lambda o: bool(o.get("status", {}).get("phase")), timeout=60)
+    operator.kill()
+    produce(kafka_bootstrap, topic, dict.fromkeys(range(20), 10))
+
+    start_operator()
+    obj = objects.wait("deleterecords", "killed", _phase("Succeeded"))
+
+    assert {p["lowWatermark"] for p in obj["status"]["partitions"]} == {30}
+    assert obj["status"]["deletedRecords"] == 600
+    assert {log_start(kafka_bootstrap, topic, p) for p in range(20)} == {30}
+
+
+def test_unreachable_cluster_stays_pending_with_the_reason_and_deletes_nothing(
+    objects: Objects, ebb_operator: OperatorProcess
+) -> None:
+    """Nothing answers on the port: the request waits (Pending) and says why, it neither fails nor runs."""
+    dead = f"127.0.0.1:{free_port()}"
+    spec = {
+        "cluster": _cluster(dead),
+        "timeout": "2s",
+        "partitions": [{"topic": "t", "partition": 0, "offset": 1}],
+    }
+    assert objects.apply("DeleteRecords", "unreachable", spec).returncode == 0
+    obj = objects.wait(
+        "deleterecords",
+        "unreachable",
+        lambda o: "cannot read cluster state" in ((ready(o) or {}).get("message", "")),
+    )
+    assert obj["status"]["phase"] == "Pending"
+    assert ready(obj)["status"] == "Unknown"
