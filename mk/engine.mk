@@ -2,7 +2,7 @@
 
 .PHONY: demo-engine bench-log
 
-# Until the broker exists, `make demo` demonstrates the engine on its own.
+# The engine on its own, without the broker (`make demo` runs the broker's, more complete, demonstration).
 demo-engine: venv
 	@echo "==> log engine demo: a topic in a temp data dir, DeleteRecords, a retention pass, a restart"
 	$(PY) demo/engine_demo.py

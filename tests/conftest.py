@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-# Harness fixtures any tier may use (session-scoped, started on first use).
-pytest_plugins = ("tests.harness.kafka_fixtures",)
+# Fixtures of the test harnesses (tests/harness/), usable from every tier; each starts what it needs
+# only when a test asks for it (session-scoped).
+pytest_plugins = ("tests.harness.kafka_fixtures", "tests.harness.pytest_controlplane")
 
 TESTS = Path(__file__).parent
 TIERS = ("unit", "compat", "spark", "k8s", "e2e")

@@ -42,9 +42,11 @@ def target(request: pytest.FixtureRequest) -> Target:
     return Target("apache-kafka", kafka.bootstrap_servers, kafka.data_dir, has_ebb_configs=False)
 
 
-def _create_topic(target: Target, partitions: int, config: dict[str, str] | None = None) -> str:
+def _create_topic(
+    target: Target, partitions: int, config: dict[str, str] | None = None, name: str | None = None
+) -> str:
     """A fresh topic, so tests sharing a session broker never see each other's records."""
-    name = f"tools-{uuid.uuid4().hex[:10]}"
+    name = name or f"tools-{uuid.uuid4().hex[:10]}"
     admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
     new = NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})
     admin.create_topics([new])[name].result(30)
@@ -118,6 +120,38 @@ def test_console_producer_and_consumer_round_trip_then_group_lag(target: Target)
     rows = _table(described.stdout)
     assert [(r["GROUP"], r["TOPIC"], r["PARTITION"], r["CURRENT-OFFSET"], r["LOG-END-OFFSET"], r["LAG"])
             for r in rows] == [(group, topic, "0", "3", "5", "2")]  # fmt: skip
+
+
+def test_console_producer_codecs_round_trip_and_dump(target: Target) -> None:
+    """The Java producer's own compression (gzip, snappy in xerial framing, lz4 frame, zstd) is stored as
+    sent: kafka-console-consumer reads every topic back unchanged and kafka-dump-log shows each codec."""
+    codecs = ("gzip", "snappy", "lz4", "zstd")
+    prefix = f"codec-{uuid.uuid4().hex[:8]}-"
+    values = [f"{n}: " + "compressible text " * 8 for n in range(4)]
+    for codec in codecs:
+        _create_topic(target, partitions=1, name=prefix + codec)
+        kafka_tool(
+            "kafka-console-producer", "--bootstrap-server", target.bootstrap_servers,
+            "--topic", prefix + codec, "--compression-codec", codec, "--reader-property", "parse.key=true",
+            input="".join(f"{codec}\t{v}\n" for v in values),
+        )  # fmt: skip
+    out = kafka_tool(
+        "kafka-console-consumer", "--bootstrap-server", target.bootstrap_servers,
+        "--include", f"{prefix}.*", "--from-beginning", "--max-messages", str(len(codecs) * len(values)),
+        "--timeout-ms", "30000", "--formatter-property", "print.key=true",
+    )  # fmt: skip
+    by_codec: dict[str, list[str]] = {}
+    for line in out.stdout.splitlines():
+        key, value = line.split("\t", 1)
+        by_codec.setdefault(key, []).append(value)
+    assert by_codec == {codec: values for codec in codecs}
+
+    segments = dump_log(
+        f for codec in codecs for f in sorted((target.data_dir / f"{prefix}{codec}-0").glob("*.log"))
+    )
+    for codec, segment in zip(codecs, segments, strict=True):
+        assert {b.codec for b in segment.batches} == {codec}
+        assert [(r.key, r.value) for r in segment.records] == [(codec, v) for v in values]
 
 
 def _table(text: str) -> list[dict[str, str]]:
@@ -277,3 +311,45 @@ def test_dump_log_reads_topic_segments_and_consumer_offsets(target: Target, topi
     commits, _groups = dump_consumer_offsets(offsets_logs)
     mine = [(c.topic, c.partition, c.offset) for c in commits if c.group == group]
     assert mine == [(topic, 0, 4)]
+
+
+def test_consumer_groups_describe_members_and_group_metadata_on_disk(target: Target, topic: str) -> None:
+    """While a consumer is in the group, kafka-consumer-groups --describe --members shows it with its
+    client id and assigned partitions (the Java admin falls back from KIP-848's ConsumerGroupDescribe to
+    DescribeGroups); the group's metadata is stored in __consumer_offsets as Kafka's GroupMetadata record,
+    which kafka-dump-log --offsets-decoder decodes with the member's subscription and assignment."""
+    group = f"members-{uuid.uuid4().hex[:8]}"
+    client_id = f"client-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": target.bootstrap_servers,
+            "group.id": group,
+            "client.id": client_id,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while not consumer.assignment():
+            assert time.monotonic() < deadline, "the consumer never got its partitions"
+            consumer.poll(0.2)
+        out = kafka_tool(
+            "kafka-consumer-groups", "--bootstrap-server", target.bootstrap_servers,
+            "--describe", "--members", "--group", group,
+        )  # fmt: skip
+    finally:
+        consumer.close()
+    (row,) = _table(out.stdout)
+    assert (row["GROUP"], row["CLIENT-ID"], row["#PARTITIONS"]) == (group, client_id, "2")
+    assert row["CONSUMER-ID"].startswith(client_id)
+
+    commits, groups = dump_consumer_offsets(sorted(target.data_dir.glob("__consumer_offsets-*/*.log")))
+    assert [c for c in commits if c.group == group] == []  # nothing consumed, nothing committed
+    joined = [g for g in groups if g["group"] == group and g["members"]]
+    assert joined, f"no GroupMetadata with members for {group}"
+    member = joined[-1]["members"][0]
+    assert joined[-1]["protocolType"] == "consumer"
+    assert member["clientId"] == client_id
+    assert member["subscription"]["topics"] == [topic]
+    assert member["assignment"]["assignedPartitions"] == [{"topic": topic, "partitions": [0, 1]}]

@@ -2,7 +2,8 @@
 
 `make harness-kafka` assembles the jars (tests/harness/kafka/pom.xml) into $EBB_CACHE/kafka/<version>/libs;
 this module only runs them. Every JVM started here is killed again by its owner (`kafka_tool` waits for it,
-`ApacheKafka` is a context manager), so no test leaves a Java process behind.
+`apache_kafka` is a context manager and the broker dies with its parent), so no test leaves a Java
+process behind.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import base64
 import ctypes
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -235,11 +237,29 @@ def apache_kafka(
 ) -> Iterator[KafkaBroker]:
     """Format storage and run a single-node KRaft broker+controller in `work_dir`; stop it on exit.
 
-    The broker listens on a free port of `host`; `overrides` replace or extend `FAST_SETTINGS`.
+    The broker listens on free ports of `host` (tried again with new ports if another process took one
+    between choosing and binding); `overrides` replace or extend `FAST_SETTINGS`.
     """
+    for attempt in range(3):
+        try:
+            broker = _start(work_dir, overrides or {}, host, start_timeout)
+            break
+        except KafkaStartError as exc:
+            if attempt == 2 or "Address already in use" not in str(exc):
+                raise
+            shutil.rmtree(work_dir / "data", ignore_errors=True)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def _start(work_dir: Path, overrides: Mapping[str, str], host: str, start_timeout: float) -> KafkaBroker:
+    """One start attempt; the broker is stopped again if it does not come up."""
     work_dir.mkdir(parents=True, exist_ok=True)
     data_dir = work_dir / "data"
     log_file = work_dir / "server.log"
+    log_file.unlink(missing_ok=True)
     port, controller_port = free_port(host), free_port(host)
     settings = {
         "process.roles": "broker,controller",
@@ -252,7 +272,7 @@ def apache_kafka(
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "log.dirs": str(data_dir),
         **FAST_SETTINGS,
-        **(overrides or {}),
+        **overrides,
     }
     props = work_dir / "server.properties"
     _write_properties(props, settings)
@@ -265,7 +285,8 @@ def apache_kafka(
         jvm_opts=(*BROKER_JVM_OPTS, f"-Dkafka.logs.file={log_file}", f"-Dkafka.logs.dir={work_dir}"),
         log_config=BROKER_LOG_CONFIG,
     )
-    with (work_dir / "stdout.log").open("wb") as out:
+    stdout_file = work_dir / "stdout.log"
+    with stdout_file.open("wb") as out:
         process = subprocess.Popen(
             cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent
         )
@@ -280,25 +301,18 @@ def apache_kafka(
         start_seconds=0.0,
         settings=settings,
     )
-    try:
-        deadline = started + start_timeout
-        while True:
-            if process.poll() is not None:
-                raise KafkaStartError(
-                    f"Apache Kafka exited with {process.returncode} while starting\n{broker.log_tail()}"
-                )
-            if (
-                log_file.exists()
-                and _STARTED in log_file.read_text(errors="replace")
-                and _serving(host, port)
-            ):
-                break
-            if time.monotonic() > deadline:
-                raise KafkaStartError(
-                    f"Apache Kafka did not serve within {start_timeout}s\n{broker.log_tail()}"
-                )
+    deadline = started + start_timeout
+    problem = ""
+    while not problem:
+        if process.poll() is not None:
+            problem = f"Apache Kafka exited with {process.returncode} while starting"
+        elif log_file.exists() and _STARTED in log_file.read_text(errors="replace") and _serving(host, port):
+            broker.start_seconds = time.monotonic() - started
+            return broker
+        elif time.monotonic() > deadline:
+            problem = f"Apache Kafka did not serve within {start_timeout}s"
+        else:
             time.sleep(0.1)
-        broker.start_seconds = time.monotonic() - started
-        yield broker
-    finally:
-        broker.stop()
+    broker.stop()
+    stdout_tail = "\n".join(stdout_file.read_text(errors="replace").splitlines()[-20:])
+    raise KafkaStartError(f"{problem}\n--- {log_file}\n{broker.log_tail()}\n--- {stdout_file}\n{stdout_tail}")

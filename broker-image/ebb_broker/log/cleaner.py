@@ -14,7 +14,8 @@ One cleaning of a log with dirty range ``[first_dirty, first_uncleanable)``:
    or header ``ebb.tombstone``, which keeps its payload) survives the cleaning that first sees it: its
    batch gets a delete horizon (KIP-534: baseTimestamp = now + delete.retention.ms, attribute bit 0x40)
    and a later cleaning after the horizon drops it. The last batch of a group is kept, empty if need be,
-   so the cleaned segment still ends where the group ended (the offset range a swap replaces).
+   so the cleaned segment still ends where the group ended (the offset range a swap replaces); so is
+   each idempotent producer's newest batch, so its sequence survives (Kafka's RETAIN_EMPTY).
 4. The cleaned segment is swapped in (LocalLog.replace_segments: .cleaned -> .swap -> final name).
 
 Batches whose records all survive and need no horizon are copied as raw bytes; only the others are
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -33,7 +35,7 @@ from ebb_broker.log import files
 from ebb_broker.log.compression import Compression
 from ebb_broker.log.local_log import SwapStage
 from ebb_broker.log.log import Log
-from ebb_broker.log.records import BatchHeader, decode_records, encode_batch
+from ebb_broker.log.records import BatchHeader, decode_records, encode_batch, scan_keys, splice_batch
 from ebb_broker.log.segment import INT_MAX, BatchInfo, Segment
 
 log = logging.getLogger(__name__)
@@ -49,9 +51,31 @@ class OffsetMap:
         self.capacity = max(1, int(buffer_bytes // MAP_ENTRY_BYTES * MAP_LOAD_FACTOR))
         self._map: dict[bytes, int] = {}
         self.latest_offset = -1
+        self.start = 0  # first mapped offset (the first dirty offset)
+        self.tombstones: set[int] = set()  # mapped offsets whose record is a tombstone
+        self.sorted_latest: list[int] = []  # the map's offsets, sorted: survivors of the mapped range
+        # base offset -> (record offsets, record starts) of mapped batches, so the recopy can splice a
+        # partly retained batch without walking its records again; bounded to the map's capacity
+        self.scanned: dict[int, tuple[list[int], list[int]]] = {}
+        self._scanned_records = 0
+
+    def remember(self, base_offset: int, offsets: list[int], starts: list[int]) -> None:
+        if self._scanned_records + len(offsets) <= self.capacity:
+            self.scanned[base_offset] = (offsets, starts)
+            self._scanned_records += len(offsets)
+
+    def seal(self) -> None:
+        """After the map pass: index the surviving offsets so whole batches are judged by bisection."""
+        self.sorted_latest = sorted(self._map.values())
+        latest = set(self.sorted_latest)
+        self.tombstones &= latest
 
     def put(self, key: bytes, offset: int) -> None:
         self._map[key] = offset
+
+    def update(self, keys: list[bytes | None], offsets: list[int]) -> None:
+        """Map a whole batch (keys non-null, offsets increasing, so later offsets win)."""
+        self._map.update(zip(keys, offsets, strict=True))  # type: ignore[arg-type]
 
     def get(self, key: bytes) -> int:
         return self._map.get(key, -1)
@@ -102,6 +126,8 @@ class Cleaner:
     ) -> int:
         """Map keys of [start, end); returns the next dirty offset (``latest_offset + 1``)."""
         offset_map.latest_offset = start - 1
+        offset_map.start = start
+        null_is_tombstone = lg.config.tombstone_null_value_enable
         segs = [s for s in lg.segments() if s.base_offset < end and s.next_offset > start]
         for i, seg in enumerate(segs):
             _, pos = seg.offset_index.lookup(start)
@@ -111,14 +137,32 @@ class Cleaner:
                     break
                 if header.last_offset < start:
                     continue
-                records = decode_records(raw, header)
-                for r in records:
-                    if r.key is not None and start <= r.offset < end:
-                        if offset_map.full:
-                            full = True
-                            break
-                        offset_map.put(r.key, r.offset)
-                        stats.map_records += 1
+                starts: list[int] = []
+                offsets, keys, tombs = scan_keys(raw, header, null_is_tombstone, starts)
+                if (
+                    offsets
+                    and offsets[0] >= start
+                    and offsets[-1] < end
+                    and None not in keys
+                    and len(offset_map) + len(keys) <= offset_map.capacity
+                ):
+                    offset_map.update(keys, offsets)  # the whole batch fits: one C-level update
+                    offset_map.tombstones.update(tombs)
+                    offset_map.remember(header.base_offset, offsets, starts)
+                    stats.map_records += len(keys)
+                else:
+                    tomb_set = set(tombs)
+                    for offset, key in zip(offsets, keys, strict=True):
+                        if key is None and start <= offset < end:
+                            stats.invalid_records += 1  # dropped by the recopy; counted once, here
+                        elif key is not None and start <= offset < end:
+                            if offset_map.full:
+                                full = True
+                                break
+                            offset_map.put(key, offset)
+                            if offset in tomb_set:
+                                offset_map.tombstones.add(offset)
+                            stats.map_records += 1
                 if full:
                     break
                 offset_map.latest_offset = max(offset_map.latest_offset, min(header.last_offset, end - 1))
@@ -126,6 +170,7 @@ class Cleaner:
                 break
             nxt = segs[i + 1].base_offset if i + 1 < len(segs) else min(seg.next_offset, end)
             offset_map.latest_offset = max(offset_map.latest_offset, min(nxt, end) - 1)
+        offset_map.seal()
         return offset_map.latest_offset + 1
 
     def clean(self, lg: Log, first_dirty: int, first_uncleanable: int) -> CleanResult:
@@ -156,11 +201,14 @@ class Cleaner:
         cleaned = lg.local.new_segment(base, temp=files.CLEANED)
         min_horizon: int | None = None
         last_source_batch = _last_batch(group)
+        producer_last = lg.producer_last_offsets()
         try:
             for seg in group:
                 stats.bytes_read += seg.size
                 for _pos, header, raw in seg.iter_batches():
-                    is_last = last_source_batch is not None and header.base_offset == last_source_batch
+                    is_last = (last_source_batch is not None and header.base_offset == last_source_batch) or (
+                        header.producer_id >= 0 and header.last_offset in producer_last
+                    )
                     out, horizon = self._filter_batch(
                         header, raw, offset_map, now, horizon_new, null_is_tombstone, is_last, stats
                     )
@@ -201,9 +249,35 @@ class Cleaner:
         """The batch to write (the raw bytes when nothing changes) and its delete horizon, if it has one."""
         if header.is_control:
             return raw, None
+        om = offset_map
+        horizon = header.delete_horizon_ms
+        if om.start <= header.base_offset and header.last_offset <= om.latest_offset:
+            # Every record of this batch was mapped, so its survivors are exactly the map's offsets inside
+            # it: whole batches are kept or dropped by bisection, without decoding a record.
+            lo = bisect_left(om.sorted_latest, header.base_offset)
+            hi = bisect_right(om.sorted_latest, header.last_offset)
+            n = hi - lo
+            tombs = om.tombstones and any(o in om.tombstones for o in om.sorted_latest[lo:hi])
+            if n == 0 and not is_last:
+                stats.records_read += header.count
+                return None, None
+            if not tombs or (horizon is not None and now < horizon):
+                stats.records_read += header.count
+                stats.records_retained += n
+                if n == header.count:
+                    return raw, horizon if tombs else None
+                # partly retained: copy the surviving records' bytes, no decode/re-encode
+                keep = set(om.sorted_latest[lo:hi])
+                out = splice_batch(
+                    raw,
+                    header,
+                    keep,
+                    keep_last_offset_delta=is_last or n == 0,
+                    scanned=om.scanned.get(header.base_offset),
+                )
+                return out, horizon if tombs else None
         records = decode_records(raw, header)
         stats.records_read += len(records)
-        horizon = header.delete_horizon_ms
         retain_deletes = horizon is None or now < horizon
         kept = []
         has_tombstone = False
@@ -211,7 +285,8 @@ class Cleaner:
             if r.offset > offset_map.latest_offset:
                 keep = True
             elif r.key is None:
-                stats.invalid_records += 1
+                if r.offset < om.start:
+                    stats.invalid_records += 1  # (keyless records of the mapped range were counted there)
                 keep = False
             else:
                 tomb = r.is_tombstone(null_is_tombstone)

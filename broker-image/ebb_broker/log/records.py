@@ -414,3 +414,141 @@ def set_log_append_time(header_bytes: bytearray, batch_rest: bytes | memoryview,
     crc = google_crc32c.value(bytes(header_bytes[CRC_START:HEADER_SIZE]))
     rest = batch_rest if isinstance(batch_rest, bytes) else bytes(batch_rest)
     struct.pack_into(">I", header_bytes, 17, google_crc32c.extend(crc, rest))
+
+
+def scan_keys(
+    batch: bytes | memoryview,
+    header: BatchHeader,
+    null_is_tombstone: bool,
+    starts: list[int] | None = None,
+    data: bytes | None = None,
+) -> tuple[list[int], list[bytes | None], list[int]]:
+    """Offsets and keys of every record, and the offsets of tombstones: the cleaner's map pass.
+
+    The same wire walk as decode_records, without building Records: one- and two-byte varints are
+    inlined (deltas and lengths of records up to 8 KiB), values are skipped, headers are looked at only
+    for the KIP-87 marker.
+    """
+    if data is None:
+        data = batch_records_section(batch, header)
+    base = header.base_offset
+    offsets: list[int] = []
+    keys: list[bytes | None] = []
+    tombs: list[int] = []
+    pos = 0
+    varint = _varint
+    try:
+        for _ in range(header.count):
+            if starts is not None:
+                starts.append(pos)
+            b = data[pos]
+            if b < 0x80:
+                length, pos = (b >> 1) ^ -(b & 1), pos + 1
+            elif data[pos + 1] < 0x80:
+                u = (b & 0x7F) | (data[pos + 1] << 7)
+                length, pos = (u >> 1) ^ -(u & 1), pos + 2
+            else:
+                length, pos = varint(data, pos)
+            end = pos + length
+            attributes = data[pos]
+            p = pos + 1
+            if data[p] < 0x80:  # timestamp delta: skipped
+                p += 1
+            elif data[p + 1] < 0x80:
+                p += 2
+            else:
+                _, p = varint(data, p)
+            b = data[p]
+            if b < 0x80:
+                delta, p = (b >> 1) ^ -(b & 1), p + 1
+            elif data[p + 1] < 0x80:
+                u = (b & 0x7F) | (data[p + 1] << 7)
+                delta, p = (u >> 1) ^ -(u & 1), p + 2
+            else:
+                delta, p = varint(data, p)
+            b = data[p]
+            if b < 0x80:
+                klen, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                klen, p = varint(data, p)
+            if klen < 0:
+                keys.append(None)
+            else:
+                keys.append(data[p : p + klen])
+                p += klen
+            offset = base + delta
+            offsets.append(offset)
+            if attributes & RECORD_TOMBSTONE_ATTR:
+                tombs.append(offset)
+            else:
+                b = data[p]
+                if b < 0x80:
+                    vlen, p = (b >> 1) ^ -(b & 1), p + 1
+                elif data[p + 1] < 0x80:
+                    u = (b & 0x7F) | (data[p + 1] << 7)
+                    vlen, p = (u >> 1) ^ -(u & 1), p + 2
+                else:
+                    vlen, p = varint(data, p)
+                if vlen < 0:
+                    if null_is_tombstone:
+                        tombs.append(offset)
+                else:
+                    p += vlen
+                    if data[p] != 0 and _has_tombstone_header(data, p):
+                        tombs.append(offset)
+            pos = end
+    except IndexError:
+        raise CorruptRecordError(f"malformed record in batch at offset {base}") from None
+    return offsets, keys, tombs
+
+
+def _has_tombstone_header(data: bytes, p: int) -> bool:
+    nh, p = _varint(data, p)
+    for _h in range(nh):
+        hk, p = _varint(data, p)
+        if data[p : p + hk] == _TOMBSTONE_HEADER_BYTES:
+            return True
+        p += hk
+        hv, p = _varint(data, p)
+        p += max(hv, 0)
+    return False
+
+
+_TOMBSTONE_HEADER_BYTES = TOMBSTONE_HEADER.encode()
+
+
+def splice_batch(
+    batch: bytes,
+    header: BatchHeader,
+    keep: set[int],
+    *,
+    keep_last_offset_delta: bool,
+    scanned: tuple[list[int], list[int]] | None = None,
+) -> bytes:
+    """The batch with only the records whose offsets are in ``keep``, their bytes copied verbatim.
+
+    Offset and timestamp deltas stay valid because base offset and base timestamp are unchanged; only
+    count, lastOffsetDelta (unless ``keep_last_offset_delta``) and the CRC are rewritten, and a compressed
+    batch is recompressed with its codec. ``scanned`` (offsets, record starts) skips the record walk.
+    """
+    data = batch_records_section(batch, header)
+    if scanned is not None:  # offsets and record starts from the map pass
+        offsets, starts = scanned[0], [*scanned[1], len(data)]
+    else:
+        starts = []
+        offsets, _keys, _tombs = scan_keys(batch, header, True, starts, data)
+        starts.append(len(data))
+    kept = [i for i, o in enumerate(offsets) if o in keep]
+    section = b"".join(data[starts[i] : starts[i + 1]] for i in kept)
+    if header.compression:
+        section = compress(Compression(header.compression), section)
+    last_delta = header.last_offset_delta
+    if not keep_last_offset_delta and kept:
+        last_delta = offsets[kept[-1]] - header.base_offset
+    head = bytearray(batch[:HEADER_SIZE])
+    struct.pack_into(">i", head, 8, HEADER_SIZE - LOG_OVERHEAD + len(section))
+    struct.pack_into(">i", head, 23, last_delta)
+    struct.pack_into(">i", head, 57, len(kept))
+    crc = google_crc32c.extend(google_crc32c.value(bytes(head[CRC_START:])), section)
+    struct.pack_into(">I", head, 17, crc)
+    return bytes(head) + section

@@ -6,7 +6,8 @@ or the log end for the last one), and a final empty segment is never taken.
 
 Predicates, in the order a pass applies them (policy ``delete``; a compact-only log gets only the first):
 
-* log start offset breach: the next segment starts at or below the log start offset (DeleteRecords, KIP-107);
+* log start offset breach: the next segment starts at or below the log start offset (DeleteRecords, KIP-107),
+  or (Ebb) the log start offset reached the log end, so even the active segment is unreachable;
 * consumed retention (KIP-68): older than ``retention.commitoffset.ms`` and wholly below the minimum
   committed offset over every group that committed on the partition; skipped when the provider cannot
   say (returns None) or no group committed;
@@ -74,8 +75,17 @@ def deletable_segments(
     return out
 
 
-def start_offset_breach(log_start_offset: int) -> Predicate:
-    return lambda seg, nxt: nxt is not None and nxt.base_offset <= log_start_offset
+def start_offset_breach(log_start_offset: int, log_end_offset: int) -> Predicate:
+    """Kafka: the next segment starts at or below the log start offset. Ebb also takes the last segment
+    once the log start offset reached the log end (DeleteRecords -1): Kafka would keep it until it rolls,
+    holding disk that no reader can reach; the pass rolls first, as for any all-deletable log."""
+
+    def pred(seg: Segment, nxt: Segment | None) -> bool:
+        if nxt is None:
+            return seg.size > 0 and log_start_offset >= log_end_offset
+        return nxt.base_offset <= log_start_offset
+
+    return pred
 
 
 def time_breach(now_ms: int, retention_ms: int) -> Predicate:

@@ -1,1 +1,8 @@
-"""Pydantic models of the CRDs: the single source of the generated CRD YAML."""
+"""Pydantic models of Ebb's CRDs: the single source of the CRD schemas and of what handlers parse."""
+
+from __future__ import annotations
+
+from ebb_operator.models import compaction_config, delete_records, retention_policy
+from ebb_operator.models.crd import CrdInfo
+
+ALL_CRDS: tuple[CrdInfo, ...] = (delete_records.CRD, compaction_config.CRD, retention_policy.CRD)

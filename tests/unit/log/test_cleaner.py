@@ -35,7 +35,8 @@ def test_clean_segments_removes_keys_mapped_later(make_log, clock: Clock) -> Non
     offset_map = OffsetMap(1 << 20)
     for k in (1, 3, 5, 7, 9):
         offset_map.put(b"%d" % k, 2**62)
-    offset_map.latest_offset = lg.log_end_offset - 1
+    offset_map.start = offset_map.latest_offset = 2**62  # the map covers a later (dirty) range
+    offset_map.seal()
     segs = lg.segments()[:-1]
     stats = CleanerStats()
     _cleaner(clock)._clean_group(lg, segs[:2], offset_map, clock.now, stats)
@@ -202,3 +203,44 @@ def test_explicit_tombstones_keep_their_payload_until_removed(make_log, clock: C
     clock.advance(1001)
     cleaner.clean(lg, 0, 4)
     assert _records(lg) == []
+
+
+@pytest.mark.parametrize("codec", ["GZIP", "SNAPPY", "LZ4", "ZSTD"])
+def test_compressed_batches_are_cleaned_and_keep_their_codec(make_log, clock: Clock, codec: str) -> None:  # type: ignore[no-untyped-def]
+    from ebb_broker.log.compression import Compression
+    from ebb_broker.log.records import NewRecord, build_batch
+
+    lg = make_log(cleanup_policy="compact")
+    for r in range(3):  # each batch holds every key once, with a shuffled order, so batches are partly kept
+        keys = [b"k%d" % ((i * 7 + r) % 10) for i in range(10)]
+        recs = [NewRecord(k, b"round-%d" % r) for k in keys]
+        lg.append(build_batch(recs, compression=Compression[codec]))
+    lg.append(build_batch([NewRecord(b"k1", b"latest")], compression=Compression[codec]))
+    lg.roll()
+    _cleaner(clock).clean(lg, 0, lg.log_end_offset)
+    values = {k: v for _o, k, v in _records(lg)}
+    assert values == {**{b"k%d" % i: b"round-2" for i in range(10)}, b"k1": b"latest"}
+    assert len(_records(lg)) == 10  # the last round's batch was spliced: 9 of its 10 records kept
+    for seg in lg.segments():
+        for _p, h in iter_headers(seg.log_path.read_bytes()):
+            assert h.compression == Compression[codec]  # type: ignore[attr-defined]
+
+
+def test_cleaner_retains_each_producers_last_sequence(manager, clock: Clock) -> None:  # type: ignore[no-untyped-def]
+    """testLogCleanerRetainsProducerLastSequence: a producer's newest batch survives cleaning (empty if
+    superseded), so after a restart its retry is still recognised as a duplicate."""
+    from ebb_broker.log.records import NewRecord, build_batch
+
+    mgr = manager()
+    mgr.create_topic("t", 1, {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"})
+    lg = mgr.get_log("t", 0)
+    idempotent = build_batch([NewRecord(b"k", b"old")], producer_id=5, producer_epoch=0, base_sequence=0)
+    first = lg.append(idempotent)
+    lg.append(batch(b"newer", key=b"k"))  # supersedes the producer's only record
+    lg.roll()
+    assert mgr.run_cleaner() is not None
+    assert [v for _o, _k, v in _records(lg)] == [b"newer"]
+    mgr.abandon()
+    lg = manager().get_log("t", 0)
+    assert lg.append(idempotent) == first  # the retry is answered, not written again
+    assert lg.log_end_offset == 2

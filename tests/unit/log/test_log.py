@@ -47,7 +47,9 @@ def test_produced_bytes_are_stored_unchanged_but_for_the_offset(make_log) -> Non
     produced = batch(b"payload", key=b"key", ts=T0 + 5)
     lg.append(produced)
     stored = lg.read(1, 1 << 20).to_bytes()
-    assert stored[8:] == produced[8:] and read_header(stored).base_offset == 1
+    assert stored[16:] == produced[16:]  # from magic on, byte for byte what the producer sent
+    h = validate_batch(stored, 0, len(stored))  # the stamped prefix lies outside the CRC
+    assert (h.base_offset, h.partition_leader_epoch) == (1, 0)
 
 
 def test_log_append_time_stamps_max_timestamp(make_log, clock: Clock) -> None:  # type: ignore[no-untyped-def]
@@ -209,6 +211,18 @@ def test_log_deletion_after_delete_records(make_log) -> None:  # type: ignore[no
     assert lg.log_end_offset == 15
 
 
+def test_delete_records_to_the_end_frees_the_active_segment(make_log) -> None:  # type: ignore[no-untyped-def]
+    """Ebb: after DeleteRecords(-1) no reader can reach the active segment, so it goes too (Kafka keeps
+    it until it rolls); the pass rolls first and leaves one empty segment at the log end."""
+    lg = make_log(segment_bytes=ONE * 100, retention_ms=-1)
+    _fill(lg, 10)
+    lg.delete_records(-1)
+    result = lg.delete_old_segments()
+    assert result.segments == 1 and lg.size_in_bytes() == 0
+    assert [s.base_offset for s in lg.segments()] == [10]
+    assert lg.append(batch(b"x")).base_offset == 10
+
+
 def test_nothing_is_deleted_while_high_watermark_is_zero(make_log, clock: Clock) -> None:  # type: ignore[no-untyped-def]
     lg = make_log(retention_ms=1)
     clock.advance(10_000)
@@ -300,3 +314,15 @@ def test_deleted_files_renamed_then_removed_after_delay(tmp_path, clock: Clock) 
     ]
     assert all(p.exists() for p in paths)
     lg.close()
+
+
+def test_read_stops_before_max_offset(make_log) -> None:  # type: ignore[no-untyped-def]
+    lg = make_log(segment_bytes=len(batch(b"a", b"b", b"c")) * 2)
+    for _ in range(4):
+        lg.append(batch(b"a", b"b", b"c"))  # batches [0,3) [3,6) | [6,9) [9,12)
+    first = lg.read(0, 1 << 20, max_offset=3).to_bytes()
+    assert read_header(first).next_offset == 3 and len(first) == read_header(first).size
+    assert lg.read(3, 1 << 20, max_offset=4).slices == []  # the batch holding 3 reaches past the limit
+    assert lg.read(3, 1 << 20, max_offset=5).slices == []
+    whole = lg.read(0, 1 << 20, max_offset=9)
+    assert sum(s.length for s in whole.slices) == 3 * read_header(first).size

@@ -5,7 +5,8 @@ The model keeps every acknowledged record. After every step the log, read like a
 show: only acknowledged records, unchanged, at their offsets (nothing invented or corrupted); nothing below
 the log start offset (no deleted record visible); the newest record of every key that is still above the
 log start offset (compaction keeps the latest value; a key whose newest record is a tombstone shows that
-tombstone or, once its horizon has passed, nothing); the log end offset of the model.
+tombstone or, once its horizon has passed, nothing); the log end offset of the model. Consumed retention
+(KIP-68) runs with every pass and may never move the log start offset past the slowest group's commit.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from log_helpers import Clock, read_all
 
 from ebb_broker.config import BrokerConfig
+from ebb_broker.log.compression import Compression
 from ebb_broker.log.log_manager import LogManager
 from ebb_broker.log.records import NewRecord, build_batch
 
@@ -31,8 +33,10 @@ TOPIC_CONFIG = {
     "delete.retention.ms": "1000",
     "file.delete.delay.ms": "0",
     "retention.ms": "-1",
+    "retention.commitoffset.ms": "0",  # KIP-68: consumed data goes as soon as it is older than now
     "index.interval.bytes": "64",
 }
+CODECS = list(Compression)
 
 
 class LogMachine(RuleBasedStateMachine):
@@ -41,11 +45,15 @@ class LogMachine(RuleBasedStateMachine):
         self.dir = Path(tempfile.mkdtemp(prefix="ebb-prop-"))
         self.clock = Clock()
         self.config = BrokerConfig.parse({})
-        self.mgr = LogManager.open(self.dir, self.config, clock=self.clock)
+        self.mgr = LogManager.open(self.dir, self.config, committed_offsets=self, clock=self.clock)
         self.records: dict[int, tuple[bytes, bytes | None]] = {}
         self.start = 0
         self.next = 0
         self.counter = 0
+        self.committed: dict[str, int] | None = None  # what the group coordinator would answer
+
+    def committed_offsets(self, topic: str, partition: int) -> dict[str, int] | None:
+        return None if self.committed is None else dict(self.committed)
 
     @initialize()
     def create(self) -> None:
@@ -55,14 +63,18 @@ class LogMachine(RuleBasedStateMachine):
     def log(self):  # type: ignore[no-untyped-def]
         return self.mgr.get_log("p", 0)
 
-    @rule(keys=st.lists(st.sampled_from(KEYS), min_size=1, max_size=4), tombstone=st.booleans())
-    def append(self, keys: list[bytes], tombstone: bool) -> None:
+    @rule(
+        keys=st.lists(st.sampled_from(KEYS), min_size=1, max_size=4),
+        tombstone=st.booleans(),
+        codec=st.sampled_from(CODECS),
+    )
+    def append(self, keys: list[bytes], tombstone: bool, codec: Compression) -> None:
         recs = []
         for i, key in enumerate(keys):
             self.counter += 1
             value = None if tombstone and i == len(keys) - 1 else b"value-%d" % self.counter
             recs.append(NewRecord(key, value, timestamp=self.clock.now))
-        info = self.log.append(build_batch(recs))
+        info = self.log.append(build_batch(recs, compression=codec))
         assert info.base_offset == self.next
         for i, r in enumerate(recs):
             self.records[self.next + i] = (r.key, r.value)  # type: ignore[assignment]
@@ -75,9 +87,23 @@ class LogMachine(RuleBasedStateMachine):
         self.start = max(self.start, self.next if target == -1 else target)
         assert low == self.start
 
+    @rule(data=st.data())
+    def commit(self, data: st.DataObject) -> None:
+        """A group commits (or the coordinator cannot tell: None)."""
+        if data.draw(st.booleans()):
+            self.committed = None
+            return
+        group = data.draw(st.sampled_from(["g1", "g2"]))
+        self.committed = {**(self.committed or {}), group: data.draw(st.integers(0, self.next))}
+
     @rule()
     def retention(self) -> None:
+        self.clock.advance(1)
         self.mgr.run_retention()
+        # KIP-68 may only move the log start up to the slowest group's committed offset
+        allowed = max(self.start, min(self.committed.values())) if self.committed else self.start
+        assert self.log.log_start_offset <= allowed, (self.log.log_start_offset, allowed, self.committed)
+        self.start = self.log.log_start_offset
 
     @rule(advance=st.integers(0, 2000))
     def clean(self, advance: int) -> None:
@@ -91,12 +117,12 @@ class LogMachine(RuleBasedStateMachine):
     @rule()
     def crash(self) -> None:
         self.mgr.abandon()
-        self.mgr = LogManager.open(self.dir, self.config, clock=self.clock)
+        self.mgr = LogManager.open(self.dir, self.config, committed_offsets=self, clock=self.clock)
 
     @rule()
     def restart(self) -> None:
         self.mgr.close()
-        self.mgr = LogManager.open(self.dir, self.config, clock=self.clock)
+        self.mgr = LogManager.open(self.dir, self.config, committed_offsets=self, clock=self.clock)
 
     @precondition(lambda self: self.next > 0)
     @invariant()

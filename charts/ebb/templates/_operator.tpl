@@ -1,0 +1,59 @@
+{{/* The operator: names, labels, image, and its default cluster. */}}
+
+{{- define "ebb.operator.fullname" -}}
+{{- printf "%s-operator" (include "ebb.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "ebb.operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "ebb.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end }}
+
+{{- define "ebb.operator.labels" -}}
+{{ include "ebb.labels" . }}
+app.kubernetes.io/component: operator
+{{- end }}
+
+{{- define "ebb.operator.serviceAccountName" -}}
+{{- if .Values.operator.serviceAccount.create }}
+{{- default (include "ebb.operator.fullname" .) .Values.operator.serviceAccount.name }}
+{{- else }}
+{{- required "operator.serviceAccount.name is required when operator.serviceAccount.create is false" .Values.operator.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "ebb.operator.image" -}}
+{{- include "ebb.image" (dict "image" .Values.operator.image "appVersion" .Chart.AppVersion) }}
+{{- end }}
+
+{{/* bootstrap.servers for objects without spec.cluster: the value, else the chart's broker, else empty. */}}
+{{- define "ebb.operator.defaultBootstrapServers" -}}
+{{- if .Values.operator.defaultCluster.bootstrapServers }}
+{{- .Values.operator.defaultCluster.bootstrapServers }}
+{{- else if .Values.broker.enabled }}
+{{- printf "%s.%s.svc.%s:%d" (include "ebb.broker.fullname" .) .Release.Namespace .Values.broker.clusterDomain (int .Values.broker.port) }}
+{{- end }}
+{{- end }}
+
+{{/* The operator's rules (files/operator-rules.yaml, generated from ebb_operator.rbac), split by scope:
+     CustomResourceDefinitions are cluster-scoped, everything else the operator touches is namespaced. */}}
+{{- define "ebb.operator.clusterScopedRules" -}}
+{{- $rules := list }}
+{{- range (.Files.Get "files/operator-rules.yaml" | fromYamlArray) }}
+{{- if has "apiextensions.k8s.io" .apiGroups }}
+{{- $rules = append $rules . }}
+{{- end }}
+{{- end }}
+{{- toYaml $rules }}
+{{- end }}
+
+{{- define "ebb.operator.namespacedRules" -}}
+{{- $rules := list }}
+{{- range (.Files.Get "files/operator-rules.yaml" | fromYamlArray) }}
+{{- if not (has "apiextensions.k8s.io" .apiGroups) }}
+{{- $rules = append $rules . }}
+{{- end }}
+{{- end }}
+{{- toYaml $rules }}
+{{- end }}

@@ -1,0 +1,66 @@
+# Delivery: the chart's copy of the CRDs, the images, and the kind quick start (needs Docker and kind).
+.PHONY: chart-crds images kind-up kind-down
+
+IMAGE_TAG    ?= $(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' charts/ebb/Chart.yaml)
+KIND_CLUSTER ?= ebb
+KIND_NS      ?= ebb
+
+# Helm reads files only inside the chart: charts/ebb/files/crds/ is a copy of crds/ (a unit test fails
+# when it is stale). Run after `make crds`.
+chart-crds:
+	@echo "==> copying crds/*.yaml into charts/ebb/files/crds/"
+	@rm -f charts/ebb/files/crds/*.yaml && cp crds/*.yaml charts/ebb/files/crds/
+
+define need_docker
+	@command -v docker >/dev/null 2>&1 || { echo "$@ needs Docker: the docker command is not installed" >&2; exit 1; }
+	@docker info >/dev/null 2>&1 || { echo "$@ needs a running Docker engine, and 'docker info' cannot reach one (none runs on this machine?). Without Docker use 'make demo'." >&2; exit 1; }
+endef
+
+images:
+	$(need_docker)
+	@echo "==> building ebb-operator:$(IMAGE_TAG) (operator, analysis job, PySpark, Java 17)"
+	docker build -f operator/Dockerfile -t ebb-operator:$(IMAGE_TAG) .
+	@echo "==> building ebb-broker:$(IMAGE_TAG)"
+	docker build -f broker-image/Dockerfile -t ebb-broker:$(IMAGE_TAG) .
+
+# A kind cluster (kind-config.yaml) with the images loaded, the chart installed and the examples applied.
+kind-up: images
+	@for tool in kind helm kubectl; do command -v $$tool >/dev/null 2>&1 || { echo "kind-up needs $$tool on PATH" >&2; exit 1; }; done
+	@if kind get clusters 2>/dev/null | grep -qx '$(KIND_CLUSTER)'; then \
+	  echo "==> kind cluster $(KIND_CLUSTER) exists, reusing it"; \
+	else \
+	  echo "==> creating kind cluster $(KIND_CLUSTER) (one control plane, two workers)"; \
+	  kind create cluster --name $(KIND_CLUSTER) --config kind-config.yaml; \
+	fi
+	@echo "==> loading the images into the cluster's nodes"
+	kind load docker-image --name $(KIND_CLUSTER) ebb-operator:$(IMAGE_TAG) ebb-broker:$(IMAGE_TAG)
+	@echo "==> installing the chart (release ebb, namespace $(KIND_NS)); the broker's NodePort 30092 is localhost:9092"
+	helm upgrade --install ebb charts/ebb --namespace $(KIND_NS) --create-namespace \
+	  --set broker.service.type=NodePort --set broker.service.nodePort=30092 --wait --timeout 5m
+	@echo "==> producing a few records to topic orders (from inside the broker pod)"
+	kubectl -n $(KIND_NS) exec ebb-broker-0 -- python -c "$$KIND_PRODUCE"
+	@echo "==> applying examples/"
+	kubectl -n $(KIND_NS) apply -f examples/
+	kubectl -n $(KIND_NS) get ebb
+	@echo "==> done. 'kubectl -n $(KIND_NS) get ebb' shows every Ebb object; 'make kind-down' deletes the cluster"
+
+kind-down:
+	kind delete cluster --name $(KIND_CLUSTER)
+
+# Runs inside the broker pod, whose image has kafka-python (the broker's protocol codec).
+define KIND_PRODUCE
+from kafka import KafkaProducer
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.errors import TopicAlreadyExistsError
+admin = KafkaAdminClient(bootstrap_servers="127.0.0.1:9092")
+try:
+    admin.create_topics([NewTopic("orders", 3, 1)])
+except TopicAlreadyExistsError:
+    pass
+producer = KafkaProducer(bootstrap_servers="127.0.0.1:9092")
+for i in range(300):
+    producer.send("orders", value=b"order-%d" % i, partition=i % 3)
+producer.flush()
+print("produced 300 records to orders")
+endef
+export KIND_PRODUCE

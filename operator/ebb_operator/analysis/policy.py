@@ -1,0 +1,72 @@
+"""The job's view of a RetentionPolicy: a small typed structure, mapped from the CRD model (DESIGN §4).
+
+The object is validated by the same pydantic model the operator and the CRD schema use, so a policy the
+API server accepted parses here, and a hand-written `--policy-file` gets the same clear errors. The job
+keeps its own flat structure so a benchmark or a test can build one without a Kubernetes object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from ebb_operator.models.common import duration_ms
+from ebb_operator.models.retention_policy import RetentionPolicySpec
+
+
+class PolicyError(ValueError):
+    """The policy cannot be analysed as written; the message says which field and why."""
+
+
+@dataclass(frozen=True)
+class AnalysisPolicy:
+    """What one analysis run needs from a RetentionPolicy."""
+
+    namespace: str
+    name: str
+    consumed_retention_ms: int
+    topics_include: tuple[str, ...]
+    topics_exclude: tuple[str, ...] = ()
+    groups_include: tuple[str, ...] = (".*",)
+    groups_exclude: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    exclusive: bool = False
+    inactive_after_ms: int | None = None
+    dry_run: bool = False
+    uid: str | None = None
+    bootstrap_servers: str | None = None
+    secret_name: str | None = None
+
+    @classmethod
+    def from_resource(cls, obj: Mapping[str, Any]) -> AnalysisPolicy:
+        """Map a RetentionPolicy object (as the API server returns it, or a YAML file) to the job's inputs."""
+        meta = obj.get("metadata") or {}
+        if obj.get("kind", "RetentionPolicy") != "RetentionPolicy":
+            raise PolicyError(f"expected a RetentionPolicy, got kind {obj.get('kind')!r}")
+        if not meta.get("name"):
+            raise PolicyError("metadata.name: missing")
+        try:
+            spec = RetentionPolicySpec.model_validate(obj.get("spec") or {})
+        except ValidationError as e:
+            raise PolicyError(f"spec of RetentionPolicy {meta.get('name')}: {e}") from e
+        consumers = spec.consumers
+        cluster = spec.cluster
+        return cls(
+            namespace=str(meta.get("namespace") or "default"),
+            name=str(meta["name"]),
+            uid=meta.get("uid"),
+            consumed_retention_ms=duration_ms(spec.consumed_retention),
+            topics_include=tuple(spec.topics.include),
+            topics_exclude=tuple(spec.topics.exclude),
+            groups_include=tuple(consumers.include),
+            groups_exclude=tuple(consumers.exclude),
+            required=tuple(consumers.required),
+            exclusive=consumers.exclusive,
+            inactive_after_ms=duration_ms(consumers.inactive_after) if consumers.inactive_after else None,
+            dry_run=spec.dry_run,
+            bootstrap_servers=cluster.bootstrap_servers if cluster else None,
+            secret_name=cluster.secret_ref.name if cluster and cluster.secret_ref else None,
+        )

@@ -1,0 +1,30 @@
+"""The SparkSession of the job: local[*] when embedded, what spark-submit says in a SparkApplication."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+
+def spark_session(master: str | None = "local[*]", app_name: str = "ebb-analysis") -> SparkSession:
+    """Build (or reuse) the session. `master=None` leaves the master to spark-submit (SparkApplication).
+
+    Spark's Python workers start `python3` from PATH unless told otherwise, which lacks the project's
+    packages; point them at the running interpreter (DESIGN §5).
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    return (
+        builder.config("spark.ui.enabled", "false")
+        # The plan's shuffles are small (one row per partition or per group); AQE coalesces the rest.
+        .config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 2))))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )

@@ -1,0 +1,124 @@
+"""The cluster state one plan is computed from, read through the operator's Kafka adapter.
+
+Partitions: log start (ListOffsets EARLIEST), high watermark (LATEST), bytes on disk (DescribeLogDirs) and
+the offset of the first record at or after `now - consumedRetention` (ListOffsets by timestamp, KIP-79).
+Topics: `cleanup.policy`. Groups: state, members and the topics their members are assigned.
+Every failure is recorded next to the item it concerns (the plan holds that item, KIP-68's "-1"); only
+failures that leave the whole picture unknown (listing topics or groups) raise.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from ebb_operator.analysis.plan import GROUPS_SCHEMA, PARTITIONS_SCHEMA, TOPICS_SCHEMA
+from ebb_operator.analysis.policy import AnalysisPolicy
+from ebb_operator.kafka import EARLIEST, LATEST, ClusterAdmin, TopicPartition
+
+
+class SnapshotError(RuntimeError):
+    """The cluster could not be read well enough to plan anything (e.g. topics or groups not listable)."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Rows in the plan's input schemas (plan.PARTITIONS_SCHEMA, TOPICS_SCHEMA, GROUPS_SCHEMA)."""
+
+    taken_at_ms: int
+    partitions: list[tuple[Any, ...]]
+    topics: list[tuple[Any, ...]]
+    groups: list[tuple[Any, ...]]
+
+    def frames(self, spark: SparkSession) -> tuple[DataFrame, DataFrame, DataFrame]:
+        return (
+            spark.createDataFrame(self.partitions, PARTITIONS_SCHEMA),
+            spark.createDataFrame(self.topics, TOPICS_SCHEMA),
+            spark.createDataFrame(self.groups, GROUPS_SCHEMA),
+        )
+
+
+def matched_topics(names: list[str], policy: AnalysisPolicy) -> list[str]:
+    """Topics the policy selects (full match, like the plan's own filter); only these are looked up."""
+    inc = [re.compile(p) for p in policy.topics_include]
+    exc = [re.compile(p) for p in policy.topics_exclude]
+    return sorted(
+        n
+        for n in names
+        if not n.startswith("__")
+        and any(p.fullmatch(n) for p in inc)
+        and not any(p.fullmatch(n) for p in exc)
+    )
+
+
+def take_snapshot(admin: ClusterAdmin, policy: AnalysisPolicy, now_ms: int) -> Snapshot:
+    try:
+        md = admin.metadata()
+    except Exception as e:
+        raise SnapshotError(f"cannot list topics: {e}") from e
+    names = matched_topics(list(md.topics), policy)
+    topic_rows: list[tuple[Any, ...]] = []
+    tps: list[TopicPartition] = []
+    configs = admin.topic_configs(names)
+    for name in names:
+        meta = md.topics[name]
+        cfg = configs.get(name)
+        error = meta.error or (cfg.error if cfg is not None else None)
+        policy_value = cfg.configs.get("cleanup.policy") if cfg is not None and cfg.error is None else None
+        if cfg is None:
+            error_text: str | None = "DescribeConfigs: no answer for the topic"
+        else:
+            error_text = f"{'Metadata' if meta.error else 'DescribeConfigs'}: {error}" if error else None
+        topic_rows.append((name, policy_value.value if policy_value else None, error_text))
+        tps.extend(TopicPartition(name, p) for p in meta.partitions)
+
+    earliest = admin.offsets(tps, EARLIEST)
+    latest = admin.offsets(tps, LATEST)
+    by_time = admin.offsets(tps, now_ms - policy.consumed_retention_ms)
+    try:
+        sizes = admin.log_dir_sizes(tps)
+    except Exception:
+        sizes = {}  # sizes only feed the bytes estimate; a failure must not hold deletes
+    part_rows: list[tuple[Any, ...]] = []
+    for tp in tps:
+        lo, hi, at = earliest.get(tp), latest.get(tp), by_time.get(tp)
+        errors = [
+            f"ListOffsets {what}: {r.error if r is not None else 'no answer'}"
+            for what, r in (("earliest", lo), ("latest", hi), ("timestamp", at))
+            if r is None or r.error is not None or r.offset is None
+        ]
+        time_offset = None
+        if at is not None and at.offset is not None and hi is not None and hi.offset is not None:
+            # KIP-79: -1 means no record at or after the timestamp, i.e. every record is older: the whole log.
+            time_offset = hi.offset if at.offset < 0 else at.offset
+        part_rows.append(
+            (
+                tp.topic,
+                tp.partition,
+                lo.offset if lo is not None else None,
+                hi.offset if hi is not None else None,
+                sizes.get(tp),
+                time_offset,
+                "; ".join(errors) or None,
+            )
+        )
+
+    try:
+        listings = admin.list_groups()
+    except Exception as e:
+        raise SnapshotError(f"cannot list consumer groups: {e}") from e
+    described = admin.describe_groups(g.group_id for g in listings)
+    group_rows: list[tuple[Any, ...]] = []
+    for g in listings:
+        d = described.get(g.group_id)
+        if d is None or d.error is not None:
+            group_rows.append(
+                (g.group_id, g.state, None, [], f"DescribeGroups: {d.error if d else 'no answer'}")
+            )
+            continue
+        assigned = sorted({tp.topic for m in d.members for tp in m.assignment})
+        group_rows.append((g.group_id, d.state, len(d.members), assigned, None))
+    return Snapshot(now_ms, part_rows, topic_rows, group_rows)

@@ -1,0 +1,100 @@
+"""Typed results of cluster calls: plain dataclasses, no client types leak out of `ebb_operator.kafka`.
+
+Batched calls return a result or a failure per item (Strimzi's PartitionedByError), never raise for
+one bad partition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True)
+class KafkaFailure:
+    """A Kafka error code by name (e.g. OFFSET_OUT_OF_RANGE), its text, and whether a retry may help."""
+
+    code: str
+    message: str
+    retriable: bool
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}" if self.message and self.message != self.code else self.code
+
+
+@dataclass(frozen=True)
+class TopicMetadata:
+    name: str
+    partitions: tuple[int, ...]
+    error: KafkaFailure | None = None
+
+
+@dataclass(frozen=True)
+class ClusterMetadata:
+    brokers: tuple[int, ...]
+    topics: dict[str, TopicMetadata]
+
+
+@dataclass(frozen=True)
+class OffsetResult:
+    """An offset from ListOffsets, or the failure for that partition."""
+
+    offset: int | None
+    error: KafkaFailure | None = None
+
+
+@dataclass(frozen=True)
+class DeleteRecordsResult:
+    """KIP-107: the new low watermark (log start offset) of a partition, or the failure."""
+
+    low_watermark: int | None
+    error: KafkaFailure | None = None
+
+
+@dataclass(frozen=True)
+class GroupListing:
+    group_id: str
+    state: str
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    member_id: str
+    client_id: str
+    host: str
+    assignment: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    group_id: str
+    state: str
+    members: tuple[GroupMember, ...] = field(default_factory=tuple)
+    error: KafkaFailure | None = None
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    value: str | None
+    source: str
+    is_default: bool
+
+
+@dataclass(frozen=True)
+class TopicConfigs:
+    """All configs DescribeConfigs returns for a topic (defaults included), or the failure."""
+
+    configs: dict[str, ConfigValue]
+    error: KafkaFailure | None = None
+
+    def supports(self, name: str) -> bool:
+        """Capability probe: the cluster knows a topic config iff DescribeConfigs lists it."""
+        return name in self.configs

@@ -1,0 +1,115 @@
+"""CompactionConfig (`cc`): compaction settings (KIP-58, KIP-354, KIP-87) kept on every matching topic."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from ebb_operator.models.cel import duration_at_least
+from ebb_operator.models.common import ClusterRef, Condition, Duration, Model, TopicSelector, duration_ms
+from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, ready_column
+
+
+class CleanupPolicy(StrEnum):
+    COMPACT = "compact"
+    COMPACT_DELETE = "compact,delete"
+
+
+class Tombstones(Model):
+    retention: Duration | None = Field(
+        default=None, description="How long tombstones survive after cleaning (delete.retention.ms)."
+    )
+    null_value_is_tombstone: bool | None = Field(
+        default=None,
+        description="KIP-87: whether a null value is a tombstone (tombstone.null.value.enable); "
+        "clusters without the setting report Unsupported.",
+    )
+
+
+class CompactionConfigSpec(Model):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                duration_at_least(
+                    "maxCompactionLag",
+                    "minCompactionLag",
+                    "maxCompactionLag must not be shorter than minCompactionLag",
+                )
+            ]
+        },
+    )
+
+    cluster: ClusterRef | None = None
+    topics: TopicSelector
+    cleanup_policy: CleanupPolicy = Field(default=CleanupPolicy.COMPACT)
+    min_compaction_lag: Duration | None = Field(
+        default=None, description="KIP-58: never compact records younger than this (min.compaction.lag.ms)."
+    )
+    max_compaction_lag: Duration | None = Field(
+        default=None, description="KIP-354: compact records at the latest after this (max.compaction.lag.ms)."
+    )
+    tombstones: Tombstones | None = None
+    min_cleanable_dirty_ratio: float | None = Field(default=None, ge=0.0, le=1.0)
+
+    def topic_configs(self) -> dict[str, str]:
+        """The Kafka topic configs this spec sets, by Kafka's names."""
+        configs = {"cleanup.policy": self.cleanup_policy.value}
+        if self.min_compaction_lag is not None:
+            configs["min.compaction.lag.ms"] = str(duration_ms(self.min_compaction_lag))
+        if self.max_compaction_lag is not None:
+            configs["max.compaction.lag.ms"] = str(duration_ms(self.max_compaction_lag))
+        if self.tombstones is not None and self.tombstones.retention is not None:
+            configs["delete.retention.ms"] = str(duration_ms(self.tombstones.retention))
+        if self.tombstones is not None and self.tombstones.null_value_is_tombstone is not None:
+            configs["tombstone.null.value.enable"] = str(self.tombstones.null_value_is_tombstone).lower()
+        if self.min_cleanable_dirty_ratio is not None:
+            configs["min.cleanable.dirty.ratio"] = repr(self.min_cleanable_dirty_ratio)
+        return configs
+
+
+class TopicState(StrEnum):
+    APPLIED = "Applied"
+    CONFLICT = "Conflict"
+    UNSUPPORTED = "Unsupported"
+    FAILED = "Failed"
+
+
+class TopicStatus(Model):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    topic: str
+    state: TopicState
+    message: str = ""
+    last_applied: str | None = None
+
+
+class CompactionConfigStatus(Model):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    matched_topics: int | None = None
+    topics: list[TopicStatus] = Field(default_factory=list, max_length=500)
+    last_sync: str | None = None
+
+
+CRD = CrdInfo(
+    kind="CompactionConfig",
+    plural="compactionconfigs",
+    short_names=("cc",),
+    spec=CompactionConfigSpec,
+    status=CompactionConfigStatus,
+    columns=(
+        PrinterColumn("Topics", "integer", ".status.matchedTopics", "Topics matched"),
+        ready_column(),
+        age_column(),
+    ),
+)

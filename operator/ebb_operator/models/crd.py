@@ -1,0 +1,39 @@
+"""What a kind contributes to its CRD beyond the schema: names, printer columns, the models."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class PrinterColumn:
+    name: str
+    type: str
+    json_path: str
+    description: str = ""
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class CrdInfo:
+    kind: str
+    plural: str
+    short_names: tuple[str, ...]
+    spec: type[BaseModel]
+    status: type[BaseModel]
+    columns: tuple[PrinterColumn, ...] = field(default_factory=tuple)
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+
+def ready_column() -> PrinterColumn:
+    """Ready read from the conditions, as Strimzi's printer columns do."""
+    return PrinterColumn("Ready", "string", '.status.conditions[?(@.type=="Ready")].status')
+
+
+def age_column() -> PrinterColumn:
+    return PrinterColumn("Age", "date", ".metadata.creationTimestamp")

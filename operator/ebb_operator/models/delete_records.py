@@ -1,0 +1,138 @@
+"""DeleteRecords (`dr`): a declarative kafka-delete-records.sh (KIP-107).
+
+The spec is immutable once created (a CEL rule in the CRD); the operator executes it once. Phase is
+derived from the Ready condition, never stored independently of it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from ebb_operator.models.common import (
+    ClusterRef,
+    Condition,
+    ConditionStatus,
+    Duration,
+    Model,
+    TopicName,
+    find_condition,
+)
+from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column
+
+HIGH_WATERMARK = -1  # KIP-107: offset -1 means "up to the high watermark"
+
+
+class Guard(StrEnum):
+    CONSUMED = "Consumed"
+    NONE = "None"
+
+
+class PartitionOffset(Model):
+    """Delete every record of topic-partition below `offset` (-1 = the high watermark)."""
+
+    topic: TopicName
+    partition: int = Field(ge=0, le=2147483647)
+    offset: int = Field(ge=-1, description="Delete records before this offset; -1 = high watermark.")
+
+
+class DeleteRecordsSpec(Model):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": "self == oldSelf", "message": "spec is immutable: create a new DeleteRecords"}
+            ]
+        },
+    )
+
+    cluster: ClusterRef | None = None
+    partitions: list[PartitionOffset] = Field(
+        min_length=1,
+        max_length=10000,
+        json_schema_extra={
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["topic", "partition"],
+        },
+    )
+    timeout: Duration = Field(default="30s", description="How long retriable errors are retried.")
+    guard: Guard = Field(
+        default=Guard.CONSUMED,
+        description="Consumed: refuse partitions some consumer group has not committed past the offset.",
+    )
+    dry_run: bool = Field(default=False, description="Report what would be deleted, delete nothing.")
+
+
+class Phase(StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    PARTIALLY_FAILED = "PartiallyFailed"
+    FAILED = "Failed"
+
+
+TERMINAL_PHASES = frozenset({Phase.SUCCEEDED, Phase.PARTIALLY_FAILED, Phase.FAILED})
+
+
+class PartitionResult(Model):
+    """Per-partition outcome (Strimzi's PartitionedByError: a low watermark or an error)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    topic: str
+    partition: int
+    requested_offset: int = Field(description="The offset asked for; -1 is resolved before deleting.")
+    low_watermark: int | None = None
+    error: str | None = None
+    log_start_before: int | None = Field(default=None, description="Log start offset when the run began.")
+
+
+class DeleteRecordsStatus(Model):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    phase: Phase | None = None
+    started_at: str | None = None
+    completed_at: str | None = None
+    partition_count: int | None = None
+    partitions: list[PartitionResult] = Field(default_factory=list)
+    deleted_records: int | None = None
+    reclaimed_bytes: int | None = None
+    bytes_before: int | None = Field(
+        default=None, description="Log-dir bytes of the partitions before the run."
+    )
+
+
+def phase_from_conditions(conditions: list[Condition]) -> Phase:
+    """Phase is a view of Ready: True=Succeeded, Unknown=Running, False=PartiallyFailed or Failed."""
+    ready = find_condition(conditions, "Ready")
+    if ready is None or ready.reason == "Pending":
+        return Phase.PENDING
+    if ready.status is ConditionStatus.TRUE:
+        return Phase.SUCCEEDED
+    if ready.status is ConditionStatus.UNKNOWN:
+        return Phase.RUNNING
+    return Phase.PARTIALLY_FAILED if ready.reason == "PartiallyFailed" else Phase.FAILED
+
+
+CRD = CrdInfo(
+    kind="DeleteRecords",
+    plural="deleterecords",
+    short_names=("dr",),
+    spec=DeleteRecordsSpec,
+    status=DeleteRecordsStatus,
+    columns=(
+        PrinterColumn("Phase", "string", ".status.phase"),
+        PrinterColumn("Partitions", "integer", ".status.partitionCount", "Partitions in the request"),
+        PrinterColumn("Deleted", "integer", ".status.deletedRecords", "Records deleted"),
+        age_column(),
+    ),
+)

@@ -1,0 +1,66 @@
+"""The plan the analysis job computes (issue 5) and the operator copies into RetentionPolicy status.
+
+Shared here so the analysis job and the handlers agree on one type without importing each other.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from ebb_operator.models.common import Model
+
+
+class HoldReason(StrEnum):
+    """Why a partition keeps its data (DESIGN.md section 4, safety rules: fail closed)."""
+
+    NO_COMMIT = "NoCommit"  # a counted group has no committed offset for the partition
+    OFFSET_OUT_OF_RANGE = "OffsetOutOfRange"  # committed offset outside [logStart, highWatermark]
+    LOOKUP_FAILED = "LookupFailed"  # any lookup error (KIP-68's -1)
+    REQUIRED_GROUP_MISSING = "RequiredGroupMissing"
+    NOT_EXCLUSIVE = "NotExclusive"  # read by a group outside include (KIP-762)
+    COMPACT_ONLY = "CompactOnly"  # cleanup.policy lacks delete: reported, not attempted
+    NO_COUNTED_CONSUMERS = (
+        "NoCountedConsumers"  # no counted group reads the topic: nothing proves consumption
+    )
+    NOTHING_TO_DELETE = "NothingToDelete"  # already at the cut
+
+
+class _Plan(Model):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class PartitionPlan(_Plan):
+    topic: str
+    partition: int
+    log_start_offset: int | None = None
+    high_watermark: int | None = None
+    delete_before: int | None = Field(default=None, description="New log start offset; None when held.")
+    records: int = 0
+    bytes: int = 0
+    reason: HoldReason | None = None
+    blocking_groups: list[str] = Field(default_factory=list)
+
+
+class HeldPartition(_Plan):
+    partition: int
+    reason: HoldReason
+    blocking_groups: list[str] = Field(default_factory=list)
+
+
+class TopicPlan(_Plan):
+    topic: str
+    partitions: int = 0
+    deletable_records: int = 0
+    reclaimable_bytes: int = 0
+    held: list[HeldPartition] = Field(default_factory=list, max_length=100)
+
+
+class PlanSummary(_Plan):
+    topics: int = 0
+    partitions: int = 0
+    deletable_records: int = 0
+    reclaimable_bytes: int = 0
+    held_partitions: int = 0

@@ -1,0 +1,122 @@
+"""RetentionPolicy (`rp`): KIP-68 consumed retention as a policy (reconciled by issue 5's handlers)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from ebb_operator.models.cel import duration_at_least
+from ebb_operator.models.common import ClusterRef, Condition, Duration, GroupSelector, Model, TopicSelector
+from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, ready_column
+from ebb_operator.models.plan import PlanSummary, TopicPlan
+
+
+class Schedule(Model):
+    interval: Duration = Field(default="1h", description="Time between analysis runs.")
+
+
+class Engine(StrEnum):
+    LOCAL = "Local"
+    SPARK_APPLICATION = "SparkApplication"
+
+
+class SparkPod(Model):
+    cores: int = Field(default=1, ge=1)
+    memory: str = Field(default="1g", pattern=r"^[0-9]+[kmgt]?$")
+    instances: int | None = Field(default=None, ge=1, description="Executors only.")
+
+
+class SparkApplicationSpec(Model):
+    image: str | None = Field(default=None, description="Defaults to the operator image.")
+    service_account: str | None = None
+    driver: SparkPod | None = None
+    executor: SparkPod | None = None
+
+
+class Analysis(Model):
+    engine: Engine = Field(default=Engine.LOCAL)
+    spark_application: SparkApplicationSpec | None = None
+
+
+class RetentionPolicySpec(Model):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                # KIP-68: consumed retention is the shorter level, forced retention the backstop.
+                duration_at_least(
+                    "forcedRetention",
+                    "consumedRetention",
+                    "forcedRetention must not be shorter than consumedRetention",
+                )
+            ]
+        },
+    )
+
+    cluster: ClusterRef | None = None
+    topics: TopicSelector
+    consumers: GroupSelector = Field(default_factory=GroupSelector)
+    consumed_retention: Duration = Field(
+        description="Data must be consumed by every counted group AND older than this."
+    )
+    forced_retention: Duration | None = Field(default=None, description="Applied as retention.ms.")
+    schedule: Schedule = Field(default_factory=Schedule)
+    analysis: Analysis = Field(default_factory=Analysis)
+    dry_run: bool = False
+    suspend: bool = False
+    history_limit: int = Field(default=3, ge=0, le=100)
+
+
+class RunOutcome(StrEnum):
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    NOTHING_TO_DELETE = "NothingToDelete"
+
+
+class LastRun(Model):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    id: str
+    started_at: str | None = None
+    completed_at: str | None = None
+    engine: Engine
+    spark_application: str | None = None
+    delete_records: str | None = None
+    outcome: RunOutcome | None = None
+    message: str = ""
+
+
+class RetentionPolicyStatus(Model):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    last_run: LastRun | None = None
+    summary: PlanSummary | None = None
+    topics: list[TopicPlan] = Field(default_factory=list, max_length=100)
+
+
+CRD = CrdInfo(
+    kind="RetentionPolicy",
+    plural="retentionpolicies",
+    short_names=("rp",),
+    spec=RetentionPolicySpec,
+    status=RetentionPolicyStatus,
+    columns=(
+        PrinterColumn("Topics", "integer", ".status.summary.topics", "Topics matched"),
+        PrinterColumn(
+            "Reclaimable", "integer", ".status.summary.reclaimableBytes", "Bytes the last plan frees"
+        ),
+        PrinterColumn("Last Run", "date", ".status.lastRun.completedAt"),
+        ready_column(),
+        age_column(),
+    ),
+)

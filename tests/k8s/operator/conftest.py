@@ -1,0 +1,128 @@
+"""The operator on the real control plane: CRDs installed from crds/, the operator run as a process under a
+ServiceAccount bound to exactly `ebb_operator.rbac.RULES`, and a Kafka target per parametrisation."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
+from tests.harness.controlplane import ControlPlane
+from tests.harness.kafka import free_port
+from tests.k8s.operator.operator_k8s import Objects, OperatorProcess
+
+from ebb_operator import rbac
+
+REPO = Path(__file__).resolve().parents[3]
+OPERATOR_NAMESPACE = "ebb-system"
+OPERATOR_ACCOUNT = "ebb-operator"
+__all__ = ["kafka_bootstrap", "kafka_kind", "operator_ebb_broker"]
+
+
+@pytest.fixture(scope="session")
+def ebb_crds(control_plane: ControlPlane) -> None:
+    control_plane.kubectl("apply", "-f", str(REPO / "crds"))
+    for plural in ("deleterecords", "compactionconfigs", "retentionpolicies"):
+        control_plane.kubectl("wait", "--for=condition=Established", f"crd/{plural}.ebb.dev", "--timeout=60s")
+
+
+@pytest.fixture(scope="session")
+def operator_kubeconfig(control_plane: ControlPlane, ebb_crds: None) -> Path:
+    """A ServiceAccount token kubeconfig whose only permissions are the operator's ClusterRole."""
+    role = rbac.cluster_role("ebb-operator")
+    manifests = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPERATOR_NAMESPACE}},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": OPERATOR_ACCOUNT, "namespace": OPERATOR_NAMESPACE},
+        },
+        role,
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "ebb-operator"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "ebb-operator",
+            },
+            "subjects": [
+                {"kind": "ServiceAccount", "name": OPERATOR_ACCOUNT, "namespace": OPERATOR_NAMESPACE}
+            ],
+        },
+    ]
+    control_plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(manifests))
+    return control_plane.service_account_kubeconfig(OPERATOR_NAMESPACE, OPERATOR_ACCOUNT)
+
+
+@pytest.fixture
+def start_operator(
+    control_plane: ControlPlane, operator_kubeconfig: Path, k8s_namespace: str, tmp_path: Path
+) -> Iterator[Callable[[], OperatorProcess]]:
+    """Start `python -m ebb_operator` for the test's namespace; every process started is stopped after."""
+    started: list[OperatorProcess] = []
+
+    def start() -> OperatorProcess:
+        metrics_port, liveness_port = free_port(), free_port()
+        log = tmp_path / f"operator-{len(started)}.log"
+        env = control_plane.env(operator_kubeconfig)
+        env["EBB_RESYNC_SECONDS"] = "2"
+        env.pop("EBB_DEFAULT_BOOTSTRAP_SERVERS", None)
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "ebb_operator",
+                    "-n",
+                    k8s_namespace,
+                    "--host",
+                    "127.0.0.1",
+                    "--metrics-port",
+                    str(metrics_port),
+                    "--liveness-port",
+                    str(liveness_port),
+                    "--verbose",
+                ],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=tmp_path,
+            )
+        op = OperatorProcess(proc, log, metrics_port)
+        started.append(op)
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"operator exited {proc.returncode}:\n{log.read_text()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{liveness_port}/healthz", timeout=1):
+                    return op
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"operator not live within 60s:\n{log.read_text()}") from None
+                time.sleep(0.2)
+
+    yield start
+    for op in started:
+        op.stop()
+    for op in started:
+        text = op.log.read_text(errors="replace")
+        assert "Traceback" not in text or "TemporaryError" in text, f"operator crashed:\n{text[-4000:]}"
+
+
+@pytest.fixture
+def ebb_operator(start_operator: Callable[[], OperatorProcess]) -> OperatorProcess:
+    return start_operator()
+
+
+@pytest.fixture
+def objects(control_plane: ControlPlane, k8s_namespace: str) -> Objects:
+    return Objects(control_plane, k8s_namespace)

@@ -1,0 +1,80 @@
+"""What the operator's k8s tests use besides fixtures: the operator process, kubectl as a user."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tests.harness.controlplane import ControlPlane
+
+
+@dataclass
+class OperatorProcess:
+    process: subprocess.Popen[bytes]
+    log: Path
+    metrics_port: int
+
+    def kill(self) -> None:
+        """kill -9: no cleanup, no final status writes."""
+        self.process.kill()
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+            return str(r.read().decode())
+
+
+class Objects:
+    """kubectl as a user: apply objects in the test namespace and wait for their status."""
+
+    def __init__(self, cp: ControlPlane, namespace: str) -> None:
+        self.cp = cp
+        self.namespace = namespace
+
+    def apply(self, kind: str, name: str, spec: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+        body = {"apiVersion": "ebb.dev/v1alpha1", "kind": kind, "metadata": {"name": name}, "spec": spec}
+        return self.cp.kubectl(
+            "apply", "-n", self.namespace, "-f", "-", stdin=yaml.safe_dump(body), check=False
+        )
+
+    def get(self, plural: str, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.cp.kubectl_json("get", "-n", self.namespace, plural, name)
+        return result
+
+    def wait(
+        self, plural: str, name: str, check: Callable[[dict[str, Any]], bool], timeout: float = 60
+    ) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            obj = self.get(plural, name)
+            if check(obj):
+                return obj
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{plural}/{name} did not reach the expected state:\n{yaml.safe_dump(obj)}"
+                )
+            time.sleep(0.3)
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        items = self.cp.kubectl_json("get", "events", "-n", self.namespace)["items"]
+        return [e for e in items if e["involvedObject"]["name"] == name]
+
+
+def ready(obj: dict[str, Any]) -> dict[str, Any] | None:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"), None)

@@ -1,0 +1,213 @@
+"""The Helm chart against a real kube-apiserver: lint, render, server-side dry run, schema errors, and an
+install whose ServiceAccount token runs the operator that reconciles the chart's examples.
+
+One control plane per session; helm runs a handful of times. The install test starts ebb-broker and the
+operator as local processes (no kubelet runs pods here) with the chart's settings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from tests.harness.controlplane import ControlPlane
+from tests.harness.ebb_broker import EbbBroker
+from tests.harness.operator_process import running_operator
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "ebb"
+EXAMPLES = ROOT / "examples"
+# A stand-in for the Prometheus Operator's ServiceMonitor CRD (the real one ships with that operator):
+# enough for the API server to accept the chart's ServiceMonitor in a dry run.
+SERVICEMONITOR_CRD = Path(__file__).parent / "servicemonitor-crd.yaml"
+
+EVERY_OPTION = (
+    "--set", "operator.serviceMonitor.enabled=true",
+    "--set", "spark.enabled=true",
+    "--set", "operator.watchNamespaces={chart-team-a,chart-team-b}",
+    "--set", "broker.service.type=NodePort",
+    "--set", "broker.service.nodePort=30092",
+    "--set", "crds.keep=false",
+)  # fmt: skip
+
+
+def kinds(rendered: str) -> list[str]:
+    return sorted(d["kind"] for d in yaml.safe_load_all(rendered) if d)
+
+
+def test_helm_lint_passes_strict_with_defaults_and_every_option(control_plane: ControlPlane) -> None:
+    control_plane.helm("lint", "--strict", str(CHART))
+    control_plane.helm("lint", "--strict", str(CHART), *EVERY_OPTION)
+
+
+@pytest.fixture(scope="module")
+def servicemonitor_crd(control_plane: ControlPlane) -> None:
+    control_plane.kubectl("apply", "--server-side", "-f", str(SERVICEMONITOR_CRD))
+    control_plane.kubectl(
+        "wait", "--for=condition=Established", "crd/servicemonitors.monitoring.coreos.com", "--timeout=60s"
+    )
+
+
+@pytest.mark.parametrize("options", [(), EVERY_OPTION], ids=["defaults", "every-option"])
+def test_rendered_chart_is_accepted_by_the_api_server(
+    control_plane: ControlPlane, servicemonitor_crd: None, options: tuple[str, ...]
+) -> None:
+    namespace = "chart-dry-run"
+    for ns in (namespace, "chart-team-a", "chart-team-b"):
+        if control_plane.kubectl("get", "namespace", ns, check=False).returncode != 0:
+            control_plane.kubectl("create", "namespace", ns)
+    rendered = control_plane.helm("template", "ebb", str(CHART), "--namespace", namespace, *options).stdout
+    result = control_plane.kubectl(
+        "apply", "--server-side", "--dry-run=server", "--field-manager=helm", "-f", "-", stdin=rendered
+    )
+    applied = [line for line in result.stdout.splitlines() if "serverside-applied (server dry run)" in line]
+    assert len(applied) == len(kinds(rendered)), result.stdout
+    if options:
+        assert {"ServiceMonitor", "Role", "RoleBinding"} <= set(kinds(rendered))
+        crds = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "CustomResourceDefinition"]
+        assert all("helm.sh/resource-policy" not in d["metadata"].get("annotations", {}) for d in crds)
+    else:
+        assert kinds(rendered).count("CustomResourceDefinition") == 3
+        assert "StatefulSet" in kinds(rendered)
+        assert "ServiceMonitor" not in kinds(rendered)
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("broker.replicas=3", "additional properties 'replicas' not allowed"),
+        ("operator.defaultCluster.bootstrapServers=no-port", "does not match pattern"),
+        ("broker.storage.size=lots", "/broker/storage/size"),
+        ("broker.service.type=Ingress", "/broker/service/type"),
+        ("broker.terminationGracePeriodSeconds=5", "/broker/terminationGracePeriodSeconds"),
+    ],
+)
+def test_schema_rejects_bad_values_with_a_clear_message(
+    control_plane: ControlPlane, option: str, message: str
+) -> None:
+    result = control_plane.helm("template", "ebb", str(CHART), "--set", option, check=False)
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr
+
+
+def _wait(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while (result := check()) is None or result is False:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.5)
+    return result
+
+
+def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    namespace = "chart-install"
+    with EbbBroker(tmp_path / "broker", log_dir=tmp_path, configs={"num.partitions": "3"}) as broker:
+        bootstrap = broker.bootstrap
+        # --take-ownership: other tests of the session may have applied crds/ with kubectl already.
+        control_plane.helm(
+            "install", "ebb", str(CHART), "--namespace", namespace, "--create-namespace", "--take-ownership",
+            "--set", "broker.enabled=false",
+            "--set", f"operator.defaultCluster.bootstrapServers={bootstrap}",
+        )  # fmt: skip
+        deployment = control_plane.kubectl_json("get", "deployment", "ebb-operator", "-n", namespace)
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["EBB_DEFAULT_BOOTSTRAP_SERVERS"] == bootstrap
+
+        sa = f"system:serviceaccount:{namespace}:ebb-operator"
+        for verb, resource, allowed in [
+            ("patch", "deleterecords.ebb.dev", "yes"),
+            ("patch", "compactionconfigs.ebb.dev/status", "yes"),
+            ("delete", "deleterecords.ebb.dev", "no"),
+            ("list", "pods", "no"),
+            ("list", "secrets", "no"),
+        ]:
+            answer = control_plane.kubectl(
+                "auth", "can-i", verb, resource, "-n", namespace, "--as", sa, check=False
+            ).stdout.strip()
+            assert answer == allowed, f"{sa} can-i {verb} {resource}: {answer}"
+
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for future in admin.create_topics(
+            [NewTopic("orders", 3, 1), NewTopic("customer-profiles", 1, 1)]
+        ).values():
+            future.result(30)
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        for i in range(90):
+            producer.produce("orders", value=b"order-%d" % i, partition=i % 3)
+        producer.flush(30)
+
+        kubeconfig = control_plane.service_account_kubeconfig(namespace, "ebb-operator")
+        with running_operator(
+            control_plane.env(kubeconfig),
+            tmp_path / "operator.log",
+            default_bootstrap_servers=bootstrap,
+            resync_seconds=5,
+        ) as operator:
+            control_plane.kubectl(
+                "apply", "-n", namespace,
+                "-f", str(EXAMPLES / "delete-records.yaml"),
+                "-f", str(EXAMPLES / "compaction-config.yaml"),
+            )  # fmt: skip
+            # The RetentionPolicy example is valid against the installed CRD (its schema and CEL rules).
+            control_plane.kubectl(
+                "apply", "-n", namespace, "--dry-run=server", "-f", str(EXAMPLES / "retention-policy.yaml")
+            )
+
+            def dr_done() -> dict[str, Any] | None:
+                obj = control_plane.kubectl_json("get", "deleterecords", "orders-consumed", "-n", namespace)
+                return obj if obj.get("status", {}).get("phase") in {"Succeeded", "Failed"} else None
+
+            status = _wait("the DeleteRecords example", dr_done)["status"]
+            assert status["phase"] == "Succeeded", (status, operator.log_tail())
+            assert sorted((p["partition"], p["lowWatermark"]) for p in status["partitions"]) == [
+                (0, 30),
+                (1, 30),
+                (2, 30),
+            ]
+
+            def cc_ready() -> dict[str, Any] | None:
+                obj = control_plane.kubectl_json("get", "cc", "customer-profiles", "-n", namespace)
+                conds = obj.get("status", {}).get("conditions", [])
+                return obj if any(c["type"] == "Ready" and c["status"] == "True" for c in conds) else None
+
+            cc = _wait("the CompactionConfig example", cc_ready)["status"]
+            assert [(t["topic"], t["state"]) for t in cc["topics"]] == [("customer-profiles", "Applied")]
+            resource = ConfigResource(ConfigResource.Type.TOPIC, "customer-profiles")
+            entries = admin.describe_configs([resource])[resource].result(30)
+            assert entries["cleanup.policy"].value == "compact"
+            assert entries["min.compaction.lag.ms"].value == str(10 * 60 * 1000)
+            assert entries["max.compaction.lag.ms"].value == str(24 * 3600 * 1000)
+
+
+def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPlane) -> None:
+    """Cluster-wide: one ClusterRole with exactly ebb_operator.rbac.RULES. Namespaced: per namespace a
+    Role with the namespaced rules, and a ClusterRole with only the cluster-scoped one (CRDs)."""
+    from ebb_operator import rbac
+
+    def render(*options: str) -> list[dict[str, Any]]:
+        out = control_plane.helm("template", "ebb", str(CHART), "--namespace", "ebb", *options).stdout
+        return [d for d in yaml.safe_load_all(out) if d]
+
+    (cluster_role,) = [d for d in render() if d["kind"] == "ClusterRole"]
+    assert cluster_role["rules"] == rbac.RULES
+
+    docs = render("--set", "operator.watchNamespaces={team-a,team-b}", "--set", "crds.enabled=false")
+    (cluster_role,) = [d for d in docs if d["kind"] == "ClusterRole"]
+    roles = {d["metadata"]["namespace"]: d["rules"] for d in docs if d["kind"] == "Role"}
+    assert sorted(roles) == ["team-a", "team-b"]
+    assert [r["apiGroups"] for r in cluster_role["rules"]] == [["apiextensions.k8s.io"]]
+    split = roles["team-a"] + cluster_role["rules"]
+    assert sorted(map(repr, split)) == sorted(map(repr, rbac.RULES))
+    assert "CustomResourceDefinition" not in kinds(yaml.safe_dump_all(docs))
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--namespace=team-a" in args and "--namespace=team-b" in args

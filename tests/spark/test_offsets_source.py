@@ -1,0 +1,164 @@
+"""The `__consumer_offsets` data source against records written by real group coordinators.
+
+Apache Kafka's own coordinator and ebb-broker's write the topic; real groups commit through real clients;
+the truth each assertion compares with is what the coordinator itself serves (OffsetFetch through the
+admin API) or what the clients did. Transactional offset commits exist only on Apache Kafka (ebb-broker
+does not implement transactions), so that case runs against it alone.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from pyspark.sql import SparkSession
+from tests.harness.ebb_broker import EbbBroker
+from tests.harness.kafka import KafkaBroker
+
+from ebb_operator.analysis.offsets_source import latest_commits, latest_group_metadata, read_offsets_topic
+from ebb_operator.kafka import ClusterAdmin, ClusterConnection
+
+
+@pytest.fixture(scope="module")
+def ebb_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EbbBroker]:
+    broker = EbbBroker(
+        tmp_path_factory.mktemp("ebb-offsets") / "data", configs={"offsets.topic.num.partitions": "4"}
+    )
+    broker.start()
+    yield broker
+    assert broker.stop() == 0
+
+
+@pytest.fixture(scope="module", params=["apache-kafka", "ebb-broker"])
+def bootstrap(request: pytest.FixtureRequest) -> str:
+    if request.param == "apache-kafka":
+        return str(request.getfixturevalue("apache_kafka_broker").bootstrap_servers)
+    return str(request.getfixturevalue("ebb_broker").bootstrap)
+
+
+def _topic_with_records(bootstrap: str) -> tuple[ClusterConnection, str]:
+    """A topic of 2 partitions with 20 records each; its name is unique."""
+    conn = ClusterConnection.resolve(bootstrap)
+    topic = f"src-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(conn.librdkafka_config())
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(30)
+    producer = Producer({**conn.librdkafka_config(), "linger.ms": 0})
+    for p in range(2):
+        for i in range(20):
+            producer.produce(topic, value=b"v%d" % i, partition=p)
+    assert producer.flush(30) == 0
+    return conn, topic
+
+
+@pytest.fixture(scope="module")
+def cluster(bootstrap: str) -> tuple[ClusterConnection, str]:
+    return _topic_with_records(bootstrap)
+
+
+def commit(conn: ClusterConnection, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit as a group with no live member (generation -1), as admin tools and simple consumers do."""
+    c = Consumer({**conn.librdkafka_config(), "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+    finally:
+        c.close()
+
+
+def coordinator_view(
+    conn: ClusterConnection, groups: list[str], topic: str
+) -> set[tuple[str, str, int, int]]:
+    with ClusterAdmin(conn) as admin:
+        return {
+            (g, tp.topic, tp.partition, off)
+            for g in groups
+            for tp, off in admin.committed_offsets(g).items()
+            if tp.topic == topic
+        }
+
+
+def test_latest_commit_per_key_matches_what_the_coordinator_serves(
+    spark: SparkSession, cluster: tuple[ClusterConnection, str]
+) -> None:
+    conn, topic = cluster
+    tag = uuid.uuid4().hex[:6]
+    g1, g2, gone = f"g1-{tag}", f"g2-{tag}", f"gone-{tag}"
+    before = int(time.time() * 1000)
+    commit(conn, g1, {(topic, 0): 5})
+    commit(conn, g1, {(topic, 0): 7, (topic, 1): 3})  # the later commit of (g1, topic, 0) wins
+    commit(conn, g2, {(topic, 0): 2, (topic, 1): 20})
+    commit(conn, gone, {(topic, 0): 9})
+    # Deleting a group makes the coordinator write tombstones for its offsets and its metadata.
+    admin = AdminClient(conn.librdkafka_config())  # kept referenced: a dropped client never completes futures
+    admin.delete_consumer_groups([gone], request_timeout=30)[gone].result(40)
+
+    raw = read_offsets_topic(spark, conn, maxRecordsPerSplit="3")  # small ranges: many parallel splits
+    assert raw.rdd.getNumPartitions() > 1
+    rows = latest_commits(raw).filter(f"topic = '{topic}'").collect()
+    got = {(r.group, r.topic, r.partition, r.committed_offset) for r in rows}
+    assert got == {(g1, topic, 0, 7), (g1, topic, 1, 3), (g2, topic, 0, 2), (g2, topic, 1, 20)}
+    assert got == coordinator_view(conn, [g1, g2, gone], topic)
+    after = int(time.time() * 1000)
+    assert all(before - 1000 <= r.commit_timestamp <= after + 1000 for r in rows)
+
+    # Splitting the topic differently (one range per partition) gives the same answer.
+    whole = latest_commits(read_offsets_topic(spark, conn)).filter(f"topic = '{topic}'").collect()
+    assert {(r.group, r.topic, r.partition, r.committed_offset) for r in whole} == got
+
+
+def test_group_metadata_shows_members_and_subscriptions(
+    spark: SparkSession, cluster: tuple[ClusterConnection, str]
+) -> None:
+    conn, topic = cluster
+    group = f"live-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer(
+        {
+            **conn.librdkafka_config(),
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.5)
+        assert consumer.assignment(), "the consumer never joined its group"
+        live = latest_group_metadata(read_offsets_topic(spark, conn)).filter(f"group = '{group}'").collect()
+        assert [(r.protocol_type, r.members, r.subscribed_topics) for r in live] == [("consumer", 1, [topic])]
+    finally:
+        consumer.close()
+    # After the member leaves, the coordinator stores the group with no members.
+    deadline = time.monotonic() + 30
+    while True:
+        rows = latest_group_metadata(read_offsets_topic(spark, conn)).filter(f"group = '{group}'").collect()
+        if (rows and rows[0].members == 0) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert [(r.members, r.subscribed_topics) for r in rows] == [(0, [])]
+
+
+def test_aborted_transactional_commit_is_not_a_commit(
+    spark: SparkSession, apache_kafka_broker: KafkaBroker
+) -> None:
+    conn, topic = _topic_with_records(apache_kafka_broker.bootstrap_servers)
+    group = f"tx-{uuid.uuid4().hex[:6]}"
+    commit(conn, group, {(topic, 0): 4})
+    producer = Producer({**conn.librdkafka_config(), "transactional.id": f"tx-{group}"})
+    producer.init_transactions(30)
+    probe = Consumer({**conn.librdkafka_config(), "group.id": group, "enable.auto.commit": False})
+    try:
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 15)], probe.consumer_group_metadata(), 30
+        )
+        producer.abort_transaction(30)
+    finally:
+        probe.close()
+    rows = latest_commits(read_offsets_topic(spark, conn)).filter(f"group = '{group}'").collect()
+    assert [(r.partition, r.committed_offset) for r in rows] == [(0, 4)]
+    assert coordinator_view(conn, [group], topic) == {(group, topic, 0, 4)}
