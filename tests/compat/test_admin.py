@@ -45,6 +45,12 @@ def test_create_partitions_delete_topics_and_describe_cluster(broker: EbbBroker,
         raise AssertionError("shrinking a topic must be refused")
     except Exception as exc:
         assert "INVALID_PARTITIONS" in str(exc) or "partitions" in str(exc).lower()
+    try:
+        admin.create_partitions([NewPartitions(topic, 2**31 - 1)])[topic].result(30)
+        raise AssertionError("two billion partitions must be refused, not attempted")
+    except Exception as exc:
+        assert "INVALID_PARTITIONS" in str(exc) or "partitions" in str(exc).lower()
+    assert len(admin.list_topics(topic, timeout=10).topics[topic].partitions) == 3
     cluster = admin.describe_cluster().result(30)
     assert [n.port for n in cluster.nodes] == [broker.port]
     assert cluster.controller.id == cluster.nodes[0].id
