@@ -37,6 +37,9 @@ RULES: list[dict[str, Any]] = [
     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
     # Events for every action that deletes data or changes configs (kopf posts core/v1 Events).
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+    # kopf's namespace observer lists namespaces at startup, even for exact --namespace names (without
+    # this it retries with backoff for ~50 s before falling back).
+    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
     # kopf notices CRDs installed or removed while it runs.
     {
         "apiGroups": ["apiextensions.k8s.io"],

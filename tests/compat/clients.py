@@ -391,10 +391,21 @@ class KafkaPythonClient:
         timeout: float = 30.0,
         produce_after_join: Any = None,
     ) -> list[Rec]:
-        c = self._consumer(group or f"g-{uuid.uuid4().hex}", reset)
+        # kafka-python 3.0.12 intermittently stops heartbeating after its first rebalance (reproduced
+        # against Apache Kafka 4.3.1 too, about 1 join in 8), so plain reads assign the partitions;
+        # its group membership is exercised by the rebalance and commit scenarios.
+        c = self._consumer(group, reset)
         out: list[Rec] = []
         try:
-            c.subscribe([topic])
+            if group is None:
+                from kafka import TopicPartition
+
+                end = _deadline(timeout)
+                while not c.partitions_for_topic(topic) and time.monotonic() < end:
+                    time.sleep(0.1)
+                c.assign([TopicPartition(topic, p) for p in sorted(c.partitions_for_topic(topic) or ())])
+            else:
+                c.subscribe([topic])
             end = _deadline(timeout)
             while len(out) < count and time.monotonic() < end:
                 batches = c.poll(200)

@@ -31,6 +31,7 @@ class Rec:
     key: bytes | None
     value: bytes | None
     timestamp: int
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 def _batch(records: Sequence[Rec], codec: str = "none") -> bytes:
@@ -40,7 +41,8 @@ def _batch(records: Sequence[Rec], codec: str = "none") -> bytes:
         producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 20,
     )  # fmt: skip
     for i, r in enumerate(records):
-        if builder.append(i, timestamp=r.timestamp, key=r.key, value=r.value, headers=[]) is None:
+        appended = builder.append(i, timestamp=r.timestamp, key=r.key, value=r.value, headers=list(r.headers))
+        if appended is None:
             raise AssertionError("batch_size too small for the test records")
     return bytes(builder.build())
 
@@ -126,7 +128,8 @@ def test_cleaned_segments_keep_the_latest_value_per_key_and_tombstones(
 ) -> None:
     """A compacted topic after one cleaning: below the active segment, DumpLogSegments shows only the latest
     record of each key at its original offset; a tombstone survives its first cleaning with a delete
-    horizon (now + delete.retention.ms) on its batch; the active segment is untouched."""
+    horizon (now + delete.retention.ms) on its batch, and so does an explicit KIP-87 tombstone (header
+    `ebb.tombstone`) together with its payload; the active segment is untouched."""
     overrides = {"cleanup.policy": "compact", "segment.bytes": "400", "min.cleanable.dirty.ratio": "0.01"}
     engine.create_topic("compacted", 1, overrides)
     log = engine.get_log("compacted", 0)
@@ -136,6 +139,9 @@ def test_cleaned_segments_keep_the_latest_value_per_key_and_tombstones(
         recs = [Rec(f"key-{k}".encode(), f"v{round_}".encode() * 4, ts + round_) for k in range(4)]
         if round_ == 0:
             recs.append(Rec(b"gone", b"soon deleted", ts))
+            recs.append(Rec(b"explicit", b"first value", ts))
+        if round_ == 2:  # explicit tombstone with a payload, never rewritten
+            recs.append(Rec(b"explicit", b"payload kept", ts + round_, (("ebb.tombstone", b""),)))
         if round_ == 3:
             recs.append(Rec(b"gone", None, ts + round_))  # tombstone, never rewritten
         info = log.append(_batch(recs))
@@ -144,7 +150,8 @@ def test_cleaned_segments_keep_the_latest_value_per_key_and_tombstones(
     files = sorted((tmp_path / "data" / "compacted-0").glob("*.log"))
     active_base = int(files[-1].stem)
     tombstone_offset = next(o for o, r in written if r.key == b"gone" and r.value is None)
-    assert tombstone_offset < active_base, "the test needs the tombstone in a cleanable segment"
+    explicit_offset = next(o for o, r in written if r.headers)
+    assert max(tombstone_offset, explicit_offset) < active_base, "the tombstones must be cleanable"
     engine.close()
 
     latest: dict[bytes | None, int] = {}
@@ -155,12 +162,13 @@ def test_cleaned_segments_keep_the_latest_value_per_key_and_tombstones(
     assert len(expected) < len(written)
     segments = dump_log(files)
     assert _seen(segments) == _as_dumped(expected)
-    (tombstone_batch,) = [
-        b for s in segments for b in s.batches if any(r.offset == tombstone_offset for r in b.records)
-    ]
     day_ms = 86_400_000  # delete.retention.ms default
-    assert tombstone_batch.delete_horizon_ms is not None
-    assert ts + day_ms <= tombstone_batch.delete_horizon_ms <= _now_ms() + day_ms
+    for offset in (tombstone_offset, explicit_offset):
+        (batch,) = [b for s in segments for b in s.batches if any(r.offset == offset for r in b.records)]
+        assert batch.delete_horizon_ms is not None, f"no delete horizon on the batch of tombstone {offset}"
+        assert ts + day_ms <= batch.delete_horizon_ms <= _now_ms() + day_ms
+    (explicit,) = [r for r in _records(segments) if r.offset == explicit_offset]
+    assert (explicit.value, explicit.header_keys) == ("payload kept", ("ebb.tombstone",))
 
 
 def test_log_append_time_is_stamped_on_batch_and_records(engine: LogManager, tmp_path: Path) -> None:

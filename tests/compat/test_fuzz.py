@@ -7,7 +7,15 @@ import struct
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kafka.protocol.admin.topics import CreateTopicsRequest
 from kafka.protocol.consumer.fetch import FetchRequest
+from kafka.protocol.consumer.group import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
@@ -35,7 +43,69 @@ def _seeds() -> list[bytes]:
     P = ProduceRequest[9]
     F = FetchRequest[12]
     L = ListOffsetsRequest[7]
+    J = JoinGroupRequest[5]
+    C = OffsetCommitRequest[8]
+    CT = CreateTopicsRequest[5]
+    group_seeds = [
+        w.frame(
+            J(
+                group_id="fuzz-g",
+                session_timeout_ms=6000,
+                rebalance_timeout_ms=1000,
+                member_id="",
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocols=[J.JoinGroupRequestProtocol(name="range", metadata=b"\x00\x01\x00\x00\x00\x00")],
+            ),
+            5,
+        ),
+        w.frame(
+            SyncGroupRequest[3](
+                group_id="fuzz-g", generation_id=1, member_id="m", group_instance_id=None, assignments=[]
+            ),
+            3,
+        ),
+        w.frame(
+            HeartbeatRequest[3](group_id="fuzz-g", generation_id=1, member_id="m", group_instance_id=None), 3
+        ),
+        w.frame(
+            C(
+                group_id="fuzz-g",
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=[
+                    C.OffsetCommitRequestTopic(
+                        name=SCRATCH,
+                        partitions=[
+                            C.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                                partition_index=0,
+                                committed_offset=1,
+                                committed_leader_epoch=-1,
+                                committed_metadata="",
+                            )
+                        ],
+                    )
+                ],
+            ),
+            8,
+        ),
+        w.frame(OffsetFetchRequest[7](group_id="fuzz-g", topics=None, require_stable=False), 7),
+        w.frame(
+            CT(
+                topics=[
+                    CT.CreatableTopic(
+                        name="fuzz-new", num_partitions=1, replication_factor=1, assignments=[], configs=[]
+                    )
+                ],
+                timeout_ms=1000,
+                validate_only=True,
+            ),
+            5,
+        ),
+    ]
     return [
+        *group_seeds,
         w.frame(ApiVersionsRequest[3](client_software_name="fuzz", client_software_version="1"), 3),
         w.frame(
             MetadataRequest[12](

@@ -127,3 +127,99 @@ def test_metrics_endpoint_reports_requests_and_low_watermarks(
     assert 'ebb_high_watermark{partition="0",topic="m"} 10.0' in text
     assert 'ebb_requests_total{api="Produce"}' in text
     assert 'ebb_records_deleted_total{reason="delete_records"} 4.0' in text
+
+
+_CRASHING_MEMBER = """
+import sys, time
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "session.timeout.ms": 6000,
+              "heartbeat.interval.ms": 500})
+c.subscribe([sys.argv[3]])
+while True:
+    c.poll(0.2)
+    if c.assignment():
+        print("assigned", flush=True)
+"""
+
+
+def test_a_member_that_dies_is_expired_after_its_session_timeout(broker: EbbBroker, topic: str) -> None:
+    import subprocess
+    import sys
+
+    _admin(broker.bootstrap, topic, partitions=2)
+    group = f"g-{topic}"
+    survivor = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+        }
+    )
+    survivor.subscribe([topic])
+    doomed = subprocess.Popen(
+        [sys.executable, "-c", _CRASHING_MEMBER, broker.bootstrap, group, topic],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        import threading
+
+        assigned = threading.Event()
+        assert doomed.stdout is not None
+        threading.Thread(target=lambda: doomed.stdout.readline() and assigned.set(), daemon=True).start()  # type: ignore[union-attr]
+        end = time.monotonic() + 40
+        # The survivor must keep polling: librdkafka completes its side of a rebalance in poll().
+        while not (assigned.is_set() and len(survivor.assignment()) == 1) and time.monotonic() < end:
+            survivor.poll(0.2)
+        assert assigned.is_set() and len(survivor.assignment()) == 1, (
+            "the two members should share 2 partitions"
+        )
+        doomed.kill()  # no LeaveGroup: only the session timeout can remove it
+        doomed.wait()
+        killed_at = time.monotonic()
+        while len(survivor.assignment()) != 2 and time.monotonic() < killed_at + 30:
+            survivor.poll(0.2)
+        assert {tp.partition for tp in survivor.assignment()} == {0, 1}
+        assert time.monotonic() - killed_at >= 5, "expired before its 6 s session timeout"
+    finally:
+        doomed.kill()
+        survivor.close()
+
+
+def test_static_member_keeps_its_assignment_across_a_restart(broker: EbbBroker, topic: str) -> None:
+    admin = _admin(broker.bootstrap, topic, partitions=2)
+    group = f"g-{topic}"
+
+    def static(instance: str) -> Consumer:
+        c = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": group,
+                "group.instance.id": instance,
+                "session.timeout.ms": 10000,
+                "heartbeat.interval.ms": 500,
+            }
+        )
+        c.subscribe([topic])
+        return c
+
+    a, b = static("a"), static("b")
+    end = time.monotonic() + 30
+    while not (len(a.assignment()) == 1 and len(b.assignment()) == 1) and time.monotonic() < end:
+        a.poll(0.1)
+        b.poll(0.1)
+    assert len(a.assignment()) == 1 and len(b.assignment()) == 1
+    before = {tp.partition for tp in b.assignment()}
+    generation = admin.describe_consumer_groups([group])[group].result(30)
+    assert {m.group_instance_id for m in generation.members} == {"a", "b"}
+    b.close()  # a static member's close sends no LeaveGroup (KIP-345)
+    b = static("b")
+    end = time.monotonic() + 30
+    while not b.assignment() and time.monotonic() < end:
+        a.poll(0.1)
+        b.poll(0.1)
+    assert {tp.partition for tp in b.assignment()} == before
+    a.close()
+    b.close()

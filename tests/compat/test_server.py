@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
@@ -159,3 +160,15 @@ def test_produce_v2_is_refused_per_partition(broker: EbbBroker, topic: str) -> N
         assert resp.responses[0].partition_responses[0].error_code == UNSUPPORTED_VERSION
     finally:
         w.close()
+
+
+def test_sigterm_shuts_down_cleanly_with_the_marker(broker_factory: Callable[..., EbbBroker]) -> None:
+    b = broker_factory()
+    admin = CLIENTS["confluent-kafka"](b.bootstrap)
+    admin.create_topic("shutdown")
+    admin.produce("shutdown", [(None, b"kept")])
+    assert b.stop() == 0
+    assert (b.data_dir / ".kafka_cleanshutdown").exists()
+    assert "recovery-point-offset-checkpoint" in {p.name for p in b.data_dir.iterdir()}
+    b.start()
+    assert [r.value for r in admin.__class__(b.bootstrap).consume("shutdown", 1)] == [b"kept"]

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from tests.harness.child_process import die_with_parent
+
 _LISTENING = re.compile(r"ebb-broker listening on (?P<host>[^\s:]+):(?P<port>\d+)")
 
 
@@ -84,6 +86,7 @@ class EbbBroker:
             stderr=log_file,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=die_with_parent,  # a killed test run leaves no broker behind
         )
         line = self._read_listening_line()
         m = _LISTENING.search(line or "")

@@ -9,9 +9,9 @@ process behind.
 from __future__ import annotations
 
 import base64
-import ctypes
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,6 +21,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.harness.child_process import die_with_parent
 
 HARNESS = Path(__file__).parent / "kafka"
 POM = HARNESS / "pom.xml"
@@ -199,13 +201,6 @@ def _terminate(process: subprocess.Popen[bytes], timeout: float) -> None:
         process.wait()
 
 
-def _die_with_parent() -> None:
-    """Runs in the child before exec: the kernel SIGKILLs the broker if the test process dies first (even
-    by kill -9), so no JVM outlives the session that started it. Linux prctl(PR_SET_PDEATHSIG)."""
-    pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-
-
 class KafkaStartError(RuntimeError):
     """The broker exited or did not serve in time; the message carries the end of its log."""
 
@@ -236,11 +231,29 @@ def apache_kafka(
 ) -> Iterator[KafkaBroker]:
     """Format storage and run a single-node KRaft broker+controller in `work_dir`; stop it on exit.
 
-    The broker listens on a free port of `host`; `overrides` replace or extend `FAST_SETTINGS`.
+    The broker listens on free ports of `host` (tried again with new ports if another process took one
+    between choosing and binding); `overrides` replace or extend `FAST_SETTINGS`.
     """
+    for attempt in range(3):
+        try:
+            broker = _start(work_dir, overrides or {}, host, start_timeout)
+            break
+        except KafkaStartError as exc:
+            if attempt == 2 or "Address already in use" not in str(exc):
+                raise
+            shutil.rmtree(work_dir / "data", ignore_errors=True)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def _start(work_dir: Path, overrides: Mapping[str, str], host: str, start_timeout: float) -> KafkaBroker:
+    """One start attempt; the broker is stopped again if it does not come up."""
     work_dir.mkdir(parents=True, exist_ok=True)
     data_dir = work_dir / "data"
     log_file = work_dir / "server.log"
+    log_file.unlink(missing_ok=True)
     port, controller_port = free_port(host), free_port(host)
     settings = {
         "process.roles": "broker,controller",
@@ -253,7 +266,7 @@ def apache_kafka(
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "log.dirs": str(data_dir),
         **FAST_SETTINGS,
-        **(overrides or {}),
+        **overrides,
     }
     props = work_dir / "server.properties"
     _write_properties(props, settings)
@@ -266,9 +279,10 @@ def apache_kafka(
         jvm_opts=(*BROKER_JVM_OPTS, f"-Dkafka.logs.file={log_file}", f"-Dkafka.logs.dir={work_dir}"),
         log_config=BROKER_LOG_CONFIG,
     )
-    with (work_dir / "stdout.log").open("wb") as out:
+    stdout_file = work_dir / "stdout.log"
+    with stdout_file.open("wb") as out:
         process = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent
+            cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent
         )
     broker = KafkaBroker(
         host=host,
@@ -281,25 +295,18 @@ def apache_kafka(
         start_seconds=0.0,
         settings=settings,
     )
-    try:
-        deadline = started + start_timeout
-        while True:
-            if process.poll() is not None:
-                raise KafkaStartError(
-                    f"Apache Kafka exited with {process.returncode} while starting\n{broker.log_tail()}"
-                )
-            if (
-                log_file.exists()
-                and _STARTED in log_file.read_text(errors="replace")
-                and _serving(host, port)
-            ):
-                break
-            if time.monotonic() > deadline:
-                raise KafkaStartError(
-                    f"Apache Kafka did not serve within {start_timeout}s\n{broker.log_tail()}"
-                )
+    deadline = started + start_timeout
+    problem = ""
+    while not problem:
+        if process.poll() is not None:
+            problem = f"Apache Kafka exited with {process.returncode} while starting"
+        elif log_file.exists() and _STARTED in log_file.read_text(errors="replace") and _serving(host, port):
+            broker.start_seconds = time.monotonic() - started
+            return broker
+        elif time.monotonic() > deadline:
+            problem = f"Apache Kafka did not serve within {start_timeout}s"
+        else:
             time.sleep(0.1)
-        broker.start_seconds = time.monotonic() - started
-        yield broker
-    finally:
-        broker.stop()
+    broker.stop()
+    stdout_tail = "\n".join(stdout_file.read_text(errors="replace").splitlines()[-20:])
+    raise KafkaStartError(f"{problem}\n--- {log_file}\n{broker.log_tail()}\n--- {stdout_file}\n{stdout_tail}")

@@ -7,6 +7,7 @@ never builds or starts it; a missing build is an error naming `make harness-k8s`
 from __future__ import annotations
 
 import itertools
+import shutil
 from collections.abc import Iterator
 
 import pytest
@@ -21,6 +22,8 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
     with running_control_plane(tmp_path_factory.mktemp("controlplane")) as cp:
         print(f"\ncontrol plane {cp.server} ready in {cp.startup_seconds:.1f}s")
         yield cp
+    # Keep the logs for a failed run, not etcd's preallocated WAL and database (over 100 MB a session).
+    shutil.rmtree(cp.workdir / "etcd", ignore_errors=True)
 
 
 @pytest.fixture

@@ -198,7 +198,9 @@ class GroupCoordinator:
             member.session_timeout_ms = session_timeout_ms
             member.rebalance_timeout_ms = rebalance_timeout_ms
         member.last_heartbeat = time.monotonic()
-        member.join_waiter = loop.create_future()
+        if member.join_waiter is None or member.join_waiter.done():
+            member.join_waiter = loop.create_future()
+        # A repeated JoinGroup (a client retrying on a new connection) shares the pending outcome.
         waiter = member.join_waiter
         self._prepare_rebalance(group, f"member {member_id} joined")
         self._maybe_complete_join(group)
@@ -289,6 +291,13 @@ class GroupCoordinator:
         if member.group_instance_id != group_instance_id and group_instance_id is not None:
             return E.FencedInstanceIdError.errno, b""
         if generation != group.generation:
+            log.info(
+                "group %s: SyncGroup from %s for stale generation %d (now %d)",
+                group_id,
+                member_id,
+                generation,
+                group.generation,
+            )
             return E.IllegalGenerationError.errno, b""
         if group.state is GroupState.PREPARING_REBALANCE:
             return E.RebalanceInProgressError.errno, b""
@@ -302,6 +311,9 @@ class GroupCoordinator:
             self._persist_group(group)
             group.state = GroupState.STABLE
             group.state_timestamp = _now_ms()
+            log.info(
+                "group %s: generation %d stable (assignment from leader %s)", group_id, generation, member_id
+            )
             for m in group.members.values():
                 if m.sync_waiter is not None and not m.sync_waiter.done():
                     m.sync_waiter.set_result((0, m.assignment))

@@ -14,7 +14,8 @@ One cleaning of a log with dirty range ``[first_dirty, first_uncleanable)``:
    or header ``ebb.tombstone``, which keeps its payload) survives the cleaning that first sees it: its
    batch gets a delete horizon (KIP-534: baseTimestamp = now + delete.retention.ms, attribute bit 0x40)
    and a later cleaning after the horizon drops it. The last batch of a group is kept, empty if need be,
-   so the cleaned segment still ends where the group ended (the offset range a swap replaces).
+   so the cleaned segment still ends where the group ended (the offset range a swap replaces); so is
+   each idempotent producer's newest batch, so its sequence survives (Kafka's RETAIN_EMPTY).
 4. The cleaned segment is swapped in (LocalLog.replace_segments: .cleaned -> .swap -> final name).
 
 Batches whose records all survive and need no horizon are copied as raw bytes; only the others are
@@ -200,11 +201,14 @@ class Cleaner:
         cleaned = lg.local.new_segment(base, temp=files.CLEANED)
         min_horizon: int | None = None
         last_source_batch = _last_batch(group)
+        producer_last = lg.producer_last_offsets()
         try:
             for seg in group:
                 stats.bytes_read += seg.size
                 for _pos, header, raw in seg.iter_batches():
-                    is_last = last_source_batch is not None and header.base_offset == last_source_batch
+                    is_last = (last_source_batch is not None and header.base_offset == last_source_batch) or (
+                        header.producer_id >= 0 and header.last_offset in producer_last
+                    )
                     out, horizon = self._filter_batch(
                         header, raw, offset_map, now, horizon_new, null_is_tombstone, is_last, stats
                     )

@@ -70,7 +70,10 @@ EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
-_OFFSET = struct.Struct(">q")
+# baseOffset, length, partitionLeaderEpoch: the 16 bytes before magic, outside the CRC, that the leader
+# stamps (a single node is the leader of every partition at epoch 0, as Metadata reports).
+_PREFIX = struct.Struct(">qii")
+LEADER_EPOCH = 0
 
 
 def wall_clock_ms() -> int:
@@ -228,6 +231,12 @@ class Log:
         with self._lock:
             return self._producers.entry(producer_id)
 
+    def producer_last_offsets(self) -> set[int]:
+        """Last offset of every known producer's newest batch: the cleaner keeps those batches (empty if
+        need be) so sequence numbers survive compaction and restarts (Kafka's RETAIN_EMPTY)."""
+        with self._lock:
+            return self._producers.last_offsets()
+
     # -- append -------------------------------------------------------------------------------------------
 
     def append(self, records: bytes | memoryview, *, now_ms: int | None = None) -> AppendInfo:
@@ -293,27 +302,35 @@ class Log:
             infos: list[BatchInfo] = []
             first = offset
             max_ts = -1
+            total = records = 0
             for pos, header in headers:
                 base = offset
                 if append_time:
                     head = bytearray(view[pos : pos + HEADER_SIZE])
-                    _OFFSET.pack_into(head, 0, base)
+                    _PREFIX.pack_into(head, 0, base, header.length, LEADER_EPOCH)
                     set_log_append_time(head, view[pos + HEADER_SIZE : pos + header.size], now)
                     buffers += (bytes(head), view[pos + HEADER_SIZE : pos + header.size])
                     batch_max_ts = now
                 else:
-                    buffers += (_OFFSET.pack(base), view[pos + 8 : pos + header.size])
+                    buffers += (
+                        _PREFIX.pack(base, header.length, LEADER_EPOCH),
+                        view[pos + 16 : pos + header.size],
+                    )
                     batch_max_ts = header.max_timestamp
                 offset = base + header.last_offset_delta + 1
                 infos.append(BatchInfo(header.size, offset - 1, batch_max_ts))
-                max_ts = max(max_ts, batch_max_ts)
-            # offsets in producer state were staged from the client's headers; fix them to the stamped ones
-            self._restamp_pending(pending, headers, first)
-            total = sum(i.size for i in infos)
+                if batch_max_ts > max_ts:
+                    max_ts = batch_max_ts
+                total += header.size
+                records += header.count
+            if pending:
+                # producer state was staged from the client's headers; give it the stamped offsets
+                self._restamp_pending(pending, headers, first)
             self._maybe_roll(total, max_ts, offset - 1, now)
             self._local.append(buffers, infos)
-            self._producers.commit(pending)
-            self._unflushed_messages += sum(h.count for _p, h in headers)
+            if pending:
+                self._producers.commit(pending)
+            self._unflushed_messages += records
             if self._unflushed_messages >= config.flush_messages:
                 self._local.flush()
                 self._unflushed_messages = 0

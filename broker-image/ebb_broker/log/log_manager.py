@@ -9,7 +9,8 @@ Ebb has no controller quorum, so the LogManager also keeps the topic list in the
 
 ``config`` holds only the topic's overrides, as given (strings); the effective config is the broker
 defaults overlaid with them. The file is written before partition directories are created and after they
-are removed, so a crash in between leaves at worst an empty partition to recreate or a stray directory.
+are removed, so a crash in between leaves at worst an empty partition to recreate or a stray directory
+(ignored at startup, removed before a topic of that name is created again).
 
 Checkpoints (Kafka's names and text format): ``recovery-point-offset-checkpoint`` and
 ``replication-offset-checkpoint`` (the high watermark) on ``checkpoint()`` and ``close()``;
@@ -40,6 +41,7 @@ from ebb_broker.log import files
 from ebb_broker.log.checkpoint import atomic_write, fsync_dir, read_offsets, write_offsets
 from ebb_broker.log.cleaner_manager import CleanerManager, CleanerReport
 from ebb_broker.log.errors import (
+    CorruptCheckpointError,
     InvalidConfigError,
     InvalidPartitionsError,
     TopicExistsError,
@@ -154,7 +156,14 @@ class LogManager:
             if p.is_dir() and p.name.endswith(files.DELETE_DIR_SUFFIX):
                 shutil.rmtree(p, ignore_errors=True)
         mgr._topics = mgr._read_topics()
-        recovery = read_offsets(data_dir / files.RECOVERY_POINT_CHECKPOINT)
+        try:
+            recovery = read_offsets(data_dir / files.RECOVERY_POINT_CHECKPOINT)
+        except CorruptCheckpointError as exc:
+            # As Kafka: recovering every segment from its start is slower, never wrong.
+            log.warning("%s; recovering every segment from offset 0", exc)
+            recovery = {}
+        # A corrupt log-start-offset-checkpoint is NOT reset (Kafka would fall back to the first segment's
+        # base, resurrecting deleted records): read_offsets raises and the broker refuses to start.
         starts = read_offsets(data_dir / files.LOG_START_OFFSET_CHECKPOINT)
         for meta in mgr._topics.values():
             tconf = config.topic_config(meta.overrides)
@@ -257,6 +266,7 @@ class LogManager:
             if name in self._topics:
                 raise TopicExistsError(f"topic {name!r} already exists")
             meta = TopicMetadata(name, partitions, overrides, uuid.uuid4())
+            self._remove_stray_dirs(name, range(partitions))
             self._write_topics({**self._topics, name: meta})
             self._topics[name] = meta
             for p in range(partitions):
@@ -275,8 +285,19 @@ class LogManager:
             self._write_topics({**self._topics, name: new})
             self._topics[name] = new
             tconf = self.config.topic_config(meta.overrides)
+            self._remove_stray_dirs(name, range(meta.partitions, total))
             for p in range(meta.partitions, total):
                 self._logs[(name, p)] = self._open_log(name, p, tconf, 0, 0, True)
+
+    def _remove_stray_dirs(self, topic: str, partitions: range) -> None:
+        """A directory left by a crash during delete_topic must not reappear inside a new topic."""
+        for p in partitions:
+            d = files.partition_dir(self.data_dir, topic, p)
+            if d.exists():
+                log.warning("removing stray %s before creating %s-%d afresh", d, topic, p)
+                doomed = d.with_name(f"{d.name}.{uuid.uuid4().hex}{files.DELETE_DIR_SUFFIX}")
+                d.replace(doomed)
+                shutil.rmtree(doomed, ignore_errors=True)
 
     def delete_topic(self, name: str) -> None:
         with self._lock, self._maintenance:

@@ -4,8 +4,9 @@ Per producer id: the current epoch and the metadata of its last 5 batches (Kafka
 NUM_BATCHES_TO_RETAIN), so a retried batch is answered with its original offsets instead of being
 written twice, a fenced epoch is refused and a gap in sequence numbers is refused.
 
-Ebb rebuilds this state at startup by scanning batch headers (no ``.snapshot`` files). A producer whose
-batches are all gone (retention, compaction) is unknown again and its next sequence is accepted as is,
+Ebb rebuilds this state at startup by scanning batch headers (no ``.snapshot`` files); the cleaner keeps
+each producer's newest batch (empty if all its records are superseded) so that scan still finds it. A
+producer whose batches are all gone (retention) is unknown again and its next sequence is accepted as is,
 as Kafka does for expired producer state since KIP-360. Not thread-safe: the log serialises access.
 """
 
@@ -109,6 +110,9 @@ class ProducerStateManager:
         pending: dict[int, ProducerEntry] = {}
         self.stage(header, pending, header.max_timestamp)
         self.commit(pending)
+
+    def last_offsets(self) -> set[int]:
+        return {e.batches[-1].last_offset for e in self._producers.values() if e.batches}
 
     def clear(self) -> None:
         self._producers.clear()

@@ -375,7 +375,7 @@ def _pwritev_all(fd: int, buffers: Sequence[bytes | memoryview], pos: int) -> No
     """Write every buffer at ``pos``; pwritev may stop early (signals, huge writes), so loop."""
     for i in range(0, len(buffers), _IOV_MAX):
         group = buffers[i : i + _IOV_MAX]
-        want = sum(len(b) for b in group)
+        want = sum(map(len, group))
         written = os.pwritev(fd, group, pos)
         if written < want:
             data = b"".join(bytes(b) for b in group)[written:]

@@ -23,6 +23,7 @@ from ebb_broker.log.errors import LogError
 from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
+from ebb_broker.protocol.topics import MAX_PARTITIONS_PER_TOPIC
 
 API_KEY = 37
 
@@ -34,6 +35,8 @@ def _grow(broker: Broker, t: Any, validate_only: bool) -> tuple[int, str | None]
     current = meta.partitions
     if t.count <= current:
         return InvalidPartitionsError.errno, f"topic {t.name!r} has {current} partitions; asked for {t.count}"
+    if t.count > MAX_PARTITIONS_PER_TOPIC:
+        return InvalidPartitionsError.errno, f"at most {MAX_PARTITIONS_PER_TOPIC} partitions per topic"
     me = broker.identity.node_id
     if t.assignments and any(list(a.broker_ids) != [me] for a in t.assignments):
         return InvalidReplicationAssignmentError.errno, f"replicas must be exactly [{me}]"

@@ -2,7 +2,8 @@
 
 Behaviour:
 - Partitions -1 means num.partitions; replication factor -1 or 1 (one node), anything larger
-  gets INVALID_REPLICATION_FACTOR; manual assignments must name this broker only.
+  gets INVALID_REPLICATION_FACTOR; manual assignments must name this broker only; more than
+  10 000 partitions gets INVALID_PARTITIONS.
 - Configs are validated by the engine; a bad one gets INVALID_CONFIG naming it and the topic is
   not created. Illegal names get INVALID_TOPIC_EXCEPTION, existing ones TOPIC_ALREADY_EXISTS.
 - validate_only checks everything without creating. Each topic has its own result.
@@ -29,7 +30,7 @@ from ebb_broker.protocol.configs import describe_topic, render
 from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
-from ebb_broker.protocol.topics import invalid_topic_reason
+from ebb_broker.protocol.topics import MAX_PARTITIONS_PER_TOPIC, invalid_topic_reason
 
 API_KEY = 19
 
@@ -51,6 +52,8 @@ def _create(broker: Broker, t: Any, validate_only: bool) -> tuple[int, str | Non
         partitions = broker.config.num_partitions if t.num_partitions == -1 else t.num_partitions
     if partitions < 1:
         return InvalidPartitionsError.errno, "number of partitions must be at least 1", -1
+    if partitions > MAX_PARTITIONS_PER_TOPIC:
+        return InvalidPartitionsError.errno, f"at most {MAX_PARTITIONS_PER_TOPIC} partitions per topic", -1
     overrides = {c.name: c.value for c in t.configs}
     try:
         broker.config.topic_config(overrides)

@@ -20,6 +20,10 @@ log = logging.getLogger(__name__)
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
+# One node holds every partition (a directory, a segment and two preallocated indexes each); a
+# request for more is refused with INVALID_PARTITIONS instead of stalling the broker creating them.
+MAX_PARTITIONS_PER_TOPIC = 10_000
+
 
 def invalid_topic_reason(name: str | None) -> str | None:
     """Why `name` is not a legal topic name, or None when it is."""

@@ -229,8 +229,12 @@ async def _execute(run: _Run, admin: ClusterAdmin) -> None:
         try:
             await _plan(run, admin)
         except Exception as exc:
-            # A lookup failed before anything was deleted: retry the whole request later (kopf backoff).
-            raise kopf.TemporaryError(f"cannot read cluster state: {exc}", delay=5) from exc
+            # A lookup failed before anything was deleted: say so, then retry the whole request later.
+            message = f"cannot read cluster state, retrying: {exc}"
+            run.status.partitions = []
+            await run.write(ConditionStatus.UNKNOWN, "Pending", message[:2048])
+            metrics.FAILURES.labels(KIND, "ClusterUnreachable").inc()
+            raise kopf.TemporaryError(message, delay=5) from exc
         status.started_at = now_rfc3339()
         if run.spec.dry_run:
             status.deleted_records = sum(

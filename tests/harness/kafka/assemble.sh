@@ -10,6 +10,11 @@ version="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/pom.
 dest="$cache/kafka/$version"
 stamp="$(sha256sum "$here/pom.xml" | cut -d' ' -f1)"
 
+# Several clones on one machine share the cache: one assembly at a time, the others then find it done.
+mkdir -p "$cache/kafka"
+exec 9>"$cache/kafka/.assemble.lock"
+flock 9
+
 if [[ -f "$dest/libs/.assembled" && "$(cat "$dest/libs/.assembled")" == "$stamp" ]]; then
     echo "==> Apache Kafka $version is assembled in $dest/libs"
     exit 0

@@ -224,3 +224,23 @@ def test_compressed_batches_are_cleaned_and_keep_their_codec(make_log, clock: Cl
     for seg in lg.segments():
         for _p, h in iter_headers(seg.log_path.read_bytes()):
             assert h.compression == Compression[codec]  # type: ignore[attr-defined]
+
+
+def test_cleaner_retains_each_producers_last_sequence(manager, clock: Clock) -> None:  # type: ignore[no-untyped-def]
+    """testLogCleanerRetainsProducerLastSequence: a producer's newest batch survives cleaning (empty if
+    superseded), so after a restart its retry is still recognised as a duplicate."""
+    from ebb_broker.log.records import NewRecord, build_batch
+
+    mgr = manager()
+    mgr.create_topic("t", 1, {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"})
+    lg = mgr.get_log("t", 0)
+    idempotent = build_batch([NewRecord(b"k", b"old")], producer_id=5, producer_epoch=0, base_sequence=0)
+    first = lg.append(idempotent)
+    lg.append(batch(b"newer", key=b"k"))  # supersedes the producer's only record
+    lg.roll()
+    assert mgr.run_cleaner() is not None
+    assert [v for _o, _k, v in _records(lg)] == [b"newer"]
+    mgr.abandon()
+    lg = manager().get_log("t", 0)
+    assert lg.append(idempotent) == first  # the retry is answered, not written again
+    assert lg.log_end_offset == 2

@@ -141,11 +141,17 @@ def test_retention_pass_and_file_delete_delay(manager, clock: Clock, tmp_path: P
     assert not any(p.name.endswith(".deleted") for p in (tmp_path / "data" / "t-0").iterdir())
 
 
-def test_unknown_partition_directories_are_left_alone(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    (tmp_path / "data" / "stray-0").mkdir(parents=True)
+def test_stray_partition_directories(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A directory no topic owns (a crash inside delete_topic) is left alone at startup, and removed
+    before a new topic of that name is created, so its old records never reappear."""
+    stray = tmp_path / "data" / "stray-0"
+    stray.mkdir(parents=True)
+    (stray / "00000000000000000000.log").write_bytes(batch(b"old record"))
     mgr = manager()
-    assert mgr.topics() == {}
-    assert (tmp_path / "data" / "stray-0").exists()
+    assert mgr.topics() == {} and stray.exists()
+    mgr.create_topic("stray", 1, {})
+    lg = mgr.get_log("stray", 0)
+    assert lg.log_end_offset == 0 and read_all(lg) == []
 
 
 def test_idempotent_producer_state_survives_restart(manager) -> None:  # type: ignore[no-untyped-def]
@@ -164,3 +170,26 @@ def test_idempotent_producer_state_survives_restart(manager) -> None:  # type: i
     with pytest.raises(OutOfOrderSequenceError):
         lg.append(produce(9))
     assert lg.append(produce(3)).base_offset == 3
+
+
+def test_corrupt_checkpoints(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A corrupt recovery-point checkpoint only costs a full recovery; a corrupt log-start checkpoint stops
+    the start instead of resurrecting deleted records."""
+    from ebb_broker.log.errors import CorruptCheckpointError
+
+    mgr = manager()
+    mgr.create_topic("t", 1, {})
+    lg = mgr.get_log("t", 0)
+    for _ in range(5):
+        lg.append(batch(b"x"))
+    lg.delete_records(3)
+    mgr.abandon()
+    data = tmp_path / "data"
+    (data / "recovery-point-offset-checkpoint").write_text("0\n7\nt 0 5\n")
+    second = manager()
+    lg = second.get_log("t", 0)
+    assert (lg.log_start_offset, lg.log_end_offset) == (3, 5)
+    second.close()
+    (data / "log-start-offset-checkpoint").write_text("0\n1\nt 0\n")
+    with pytest.raises(CorruptCheckpointError, match="malformed line"):
+        manager()
