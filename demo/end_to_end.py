@@ -26,6 +26,7 @@ import yaml
 from tests.harness.controlplane import ControlPlane, running_control_plane
 from tests.harness.ebb_broker import EbbBroker
 from tests.harness.operator_process import running_operator
+from tests.harness.spark_operator_standin import SMALL_SPARK_ENV
 
 from demo import workload
 
@@ -264,8 +265,9 @@ def run(workdir: Path) -> int:
             say(f"starting ebb-operator as ServiceAccount {NAMESPACE}/{RELEASE}-operator")
             resync = chart_values()["operator"]["resyncSeconds"]
             info(f"the chart's resyncSeconds is {resync}; the demo uses 5s")
+            # Demo-sized Spark for the RetentionPolicy's analysis job (a few thousand records).
             with running_operator(
-                cp.env(operator_kubeconfig(cp)),
+                {**cp.env(operator_kubeconfig(cp)), **SMALL_SPARK_ENV},
                 workdir / "ebb-operator.log",
                 default_bootstrap_servers=bootstrap,
                 resync_seconds=5,

@@ -126,7 +126,9 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
         for verb, resource, allowed in [
             ("patch", "deleterecords.ebb.dev", "yes"),
             ("patch", "compactionconfigs.ebb.dev/status", "yes"),
-            ("delete", "deleterecords.ebb.dev", "no"),
+            # RetentionPolicy historyLimit prunes the policy's own DeleteRecords; policies are the user's.
+            ("delete", "deleterecords.ebb.dev", "yes"),
+            ("delete", "retentionpolicies.ebb.dev", "no"),
             ("list", "pods", "no"),
             ("list", "secrets", "no"),
         ]:
