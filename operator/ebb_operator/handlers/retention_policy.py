@@ -513,7 +513,12 @@ async def retentionpolicy_runner(body: kopf.Body, stopped: kopf.DaemonStopped, *
         if not changed and _due_in(policy.status, spec) > 0:
             await stopped.wait(min(POLL_SECONDS, _due_in(policy.status, spec)))
             continue
-        outstanding = await asyncio.to_thread(_outstanding_delete, policy)
+        try:
+            outstanding = await asyncio.to_thread(_outstanding_delete, policy)
+        except ApiException as exc:  # the API server is unreachable for a moment: try again, run nothing
+            log.warning("%s/%s: cannot list its DeleteRecords: %s", policy.namespace, policy.name, exc.reason)
+            await stopped.wait(POLL_SECONDS)
+            continue
         if outstanding is not None:
             if outstanding != waiting_for:
                 log.info("%s/%s waits for DeleteRecords %s", policy.namespace, policy.name, outstanding)
