@@ -34,58 +34,52 @@ def _partitions(ctx: RequestContext, group_id: str, topics: Any) -> dict[str, li
     return out
 
 
+def _topics(topic_cls: Any, partition_cls: Any, ctx: RequestContext, group_id: str, topics: Any) -> list[Any]:
+    """The per-topic answer, shaped alike before (v1-7) and inside (v8+) the groups array."""
+    return [
+        topic_cls(
+            name=topic,
+            partitions=[
+                partition_cls(
+                    partition_index=p,
+                    committed_offset=c.offset if c else -1,
+                    committed_leader_epoch=c.leader_epoch if c else -1,
+                    metadata=c.metadata if c else "",
+                    error_code=0,
+                )
+                for p, c in parts
+            ],
+        )
+        for topic, parts in _partitions(ctx, group_id, topics).items()
+    ]
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
     if ctx.api_version >= 8:
-        T = cls.OffsetFetchResponseGroup.OffsetFetchResponseTopics
-        P = T.OffsetFetchResponsePartitions
+        topic_cls = cls.OffsetFetchResponseGroup.OffsetFetchResponseTopics
+        partition_cls = topic_cls.OffsetFetchResponsePartitions
         return ctx.response(
             throttle_time_ms=0,
             groups=[
                 cls.OffsetFetchResponseGroup(
                     group_id=g.group_id,
                     error_code=0,
-                    topics=[
-                        T(
-                            name=topic,
-                            partitions=[
-                                P(
-                                    partition_index=p,
-                                    committed_offset=c.offset if c else -1,
-                                    committed_leader_epoch=c.leader_epoch if c else -1,
-                                    metadata=c.metadata if c else "",
-                                    error_code=0,
-                                )
-                                for p, c in parts
-                            ],
-                        )
-                        for topic, parts in _partitions(ctx, g.group_id, g.topics).items()
-                    ],
+                    topics=_topics(topic_cls, partition_cls, ctx, g.group_id, g.topics),
                 )
                 for g in request.groups
             ],
         )
-    T = cls.OffsetFetchResponseTopic
-    P = T.OffsetFetchResponsePartition
     return ctx.response(
         throttle_time_ms=0,
         error_code=0,
-        topics=[
-            T(
-                name=topic,
-                partitions=[
-                    P(
-                        partition_index=p,
-                        committed_offset=c.offset if c else -1,
-                        committed_leader_epoch=c.leader_epoch if c else -1,
-                        metadata=c.metadata if c else "",
-                        error_code=0,
-                    )
-                    for p, c in parts
-                ],
-            )
-            for topic, parts in _partitions(ctx, request.group_id, request.topics).items()
-        ],
+        topics=_topics(
+            cls.OffsetFetchResponseTopic,
+            cls.OffsetFetchResponseTopic.OffsetFetchResponsePartition,
+            ctx,
+            request.group_id,
+            request.topics,
+        ),
     )
 
 

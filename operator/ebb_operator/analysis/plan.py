@@ -156,44 +156,61 @@ def compute_plan(
     )
 
     bounds = parts.select("topic", "partition", "log_start", "high_watermark")
-    per_group = (
-        counted_readers.join(F.broadcast(bounds), "topic")
-        .join(
-            offsets.select("group", "topic", "partition", "committed_offset"),
-            ["group", "topic", "partition"],
-            "left",
-        )
+    # The hot path: the committed offsets (one row per group and partition, 10 M on a large cluster) meet
+    # only small broadcast tables (counted groups, matched partitions), so they are never shuffled whole;
+    # the aggregations below shuffle one partial row per partition and task.
+    counted_groups = cls.filter("counted").select("group")
+    commits = (
+        offsets.select("group", "topic", "partition", "committed_offset")
+        .join(F.broadcast(counted_groups), "group")
+        .join(F.broadcast(bounds), ["topic", "partition"])
         .withColumn(
-            "issue",
-            F.when(F.col("committed_offset").isNull(), F.lit(NO_COMMITTED_OFFSET)).when(
-                (F.col("committed_offset") < F.col("log_start"))
-                | (F.col("committed_offset") > F.col("high_watermark")),
-                F.lit(OFFSET_OUT_OF_RANGE),
-            ),
+            "in_range",
+            (F.col("committed_offset") >= F.col("log_start"))
+            & (F.col("committed_offset") <= F.col("high_watermark")),
         )
     )
-
-    def groups_with(cond: Column) -> Column:
-        return F.array_sort(F.collect_set(F.when(cond, F.col("group"))))
-
-    agg = per_group.groupBy("topic", "partition").agg(
-        F.count(F.lit(1)).alias("n_readers"),
-        F.min(F.when(F.col("issue").isNull(), F.col("committed_offset"))).alias("min_committed"),
-        groups_with((F.col("issue") == NO_COMMITTED_OFFSET) & F.col("required")).alias("missing_required"),
-        groups_with(F.col("issue") == NO_COMMITTED_OFFSET).alias("missing"),
-        groups_with(F.col("issue") == OFFSET_OUT_OF_RANGE).alias("out_of_range"),
+    agg = commits.groupBy("topic", "partition").agg(
+        F.count(F.lit(1)).alias("n_committed"),
+        F.min(F.when(F.col("in_range"), F.col("committed_offset"))).alias("min_committed"),
+        F.array_sort(F.collect_set(F.when(~F.col("in_range"), F.col("group")))).alias("out_of_range"),
     )
     # The groups at the minimum are the ones that hold the disk: named so a user sees who to chase.
     at_min = (
-        per_group.filter(F.col("issue").isNull())
+        commits.filter("in_range")
         .join(F.broadcast(agg.select("topic", "partition", "min_committed")), ["topic", "partition"])
         .filter(F.col("committed_offset") == F.col("min_committed"))
         .groupBy("topic", "partition")
         .agg(F.array_sort(F.collect_set("group")).alias("min_groups"))
     )
+    # Every counted reader of a topic must have committed on each of its partitions. Counting finds the
+    # partitions that lack a commit; only those are joined against the commits to name the groups.
+    reader_counts = counted_readers.groupBy("topic").agg(F.count(F.lit(1)).alias("n_readers"))
+    lacking = (
+        bounds.select("topic", "partition")
+        .join(F.broadcast(reader_counts), "topic")
+        .join(agg.select("topic", "partition", "n_committed"), ["topic", "partition"], "left")
+        .filter(F.col("n_readers") > F.coalesce(F.col("n_committed"), F.lit(0)))
+        .select("topic", "partition")
+    )
+    missing = (
+        counted_readers.join(lacking, "topic")
+        .join(
+            commits.join(lacking, ["topic", "partition"], "left_semi").select("group", "topic", "partition"),
+            ["group", "topic", "partition"],
+            "left_anti",
+        )
+        .groupBy("topic", "partition")
+        .agg(
+            F.array_sort(F.collect_set("group")).alias("missing"),
+            F.array_sort(F.collect_set(F.when(F.col("required"), F.col("group")))).alias("missing_required"),
+        )
+    )
 
     plan = (
         parts.join(agg, ["topic", "partition"], "left")
+        .join(F.broadcast(reader_counts), "topic", "left")
+        .join(missing, ["topic", "partition"], "left")
         .join(at_min, ["topic", "partition"], "left")
         .join(F.broadcast(outsiders), "topic", "left")
         .crossJoin(F.broadcast(failed_groups))

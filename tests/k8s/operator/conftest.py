@@ -22,6 +22,9 @@ from ebb_operator import rbac
 REPO = Path(__file__).resolve().parents[3]
 OPERATOR_NAMESPACE = "ebb-system"
 OPERATOR_ACCOUNT = "ebb-operator"
+# Cluster-scoped names of their own: the chart tests install the chart's `ebb-operator` ClusterRole into the
+# same session control plane, and two field managers of one object make server-side apply refuse.
+OPERATOR_CLUSTER_ROLE = "ebb-operator-tests"
 __all__ = ["kafka_bootstrap", "kafka_kind", "operator_ebb_broker"]
 
 
@@ -35,7 +38,7 @@ def ebb_crds(control_plane: ControlPlane) -> None:
 @pytest.fixture(scope="session")
 def operator_kubeconfig(control_plane: ControlPlane, ebb_crds: None) -> Path:
     """A ServiceAccount token kubeconfig whose only permissions are the operator's ClusterRole."""
-    role = rbac.cluster_role("ebb-operator")
+    role = rbac.cluster_role(OPERATOR_CLUSTER_ROLE)
     manifests = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPERATOR_NAMESPACE}},
         {
@@ -47,11 +50,11 @@ def operator_kubeconfig(control_plane: ControlPlane, ebb_crds: None) -> Path:
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
-            "metadata": {"name": "ebb-operator"},
+            "metadata": {"name": OPERATOR_CLUSTER_ROLE},
             "roleRef": {
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "ClusterRole",
-                "name": "ebb-operator",
+                "name": OPERATOR_CLUSTER_ROLE,
             },
             "subjects": [
                 {"kind": "ServiceAccount", "name": OPERATOR_ACCOUNT, "namespace": OPERATOR_NAMESPACE}
