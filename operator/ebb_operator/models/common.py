@@ -114,10 +114,15 @@ class ConditionStatus(StrEnum):
     UNKNOWN = "Unknown"
 
 
-class Condition(Model):
-    """A metav1.Condition: one entry per type, reason for machines, message for humans."""
+class Observed(Model):
+    """Base for what the operator writes into status: fields it does not know (written by an older or
+    newer operator) are ignored rather than refused, so a status always parses."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class Condition(Observed):
+    """A metav1.Condition: one entry per type, reason for machines, message for humans."""
 
     type: str = Field(min_length=1, max_length=316)
     status: ConditionStatus
@@ -125,6 +130,16 @@ class Condition(Model):
     message: str = Field(default="", max_length=32768)
     last_transition_time: str | None = None
     observed_generation: int | None = Field(default=None, ge=0)
+
+
+class Status(Observed):
+    """What every kind's status starts with: the generation it reflects and conditions keyed by type."""
+
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
 
 
 def now_rfc3339() -> str:

@@ -8,7 +8,15 @@ from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ebb_operator.models.cel import duration_at_least
-from ebb_operator.models.common import ClusterRef, Condition, Duration, Model, TopicSelector, duration_ms
+from ebb_operator.models.common import (
+    ClusterRef,
+    Duration,
+    Model,
+    Observed,
+    Status,
+    TopicSelector,
+    duration_ms,
+)
 from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, ready_column
 
 
@@ -79,23 +87,14 @@ class TopicState(StrEnum):
     FAILED = "Failed"
 
 
-class TopicStatus(Model):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
-
+class TopicStatus(Observed):
     topic: str
     state: TopicState
     message: str = ""
     last_applied: str | None = None
 
 
-class CompactionConfigStatus(Model):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
-
-    observed_generation: int | None = None
-    conditions: list[Condition] = Field(
-        default_factory=list,
-        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
-    )
+class CompactionConfigStatus(Status):
     matched_topics: int | None = None
     topics: list[TopicStatus] = Field(default_factory=list, max_length=500)
     last_sync: str | None = None

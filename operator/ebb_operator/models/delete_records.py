@@ -17,6 +17,8 @@ from ebb_operator.models.common import (
     ConditionStatus,
     Duration,
     Model,
+    Observed,
+    Status,
     TopicName,
     find_condition,
 )
@@ -78,10 +80,8 @@ class Phase(StrEnum):
 TERMINAL_PHASES = frozenset({Phase.SUCCEEDED, Phase.PARTIALLY_FAILED, Phase.FAILED})
 
 
-class PartitionResult(Model):
+class PartitionResult(Observed):
     """Per-partition outcome (Strimzi's PartitionedByError: a low watermark or an error)."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
     topic: str
     partition: int
@@ -91,14 +91,7 @@ class PartitionResult(Model):
     log_start_before: int | None = Field(default=None, description="Log start offset when the run began.")
 
 
-class DeleteRecordsStatus(Model):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
-
-    observed_generation: int | None = None
-    conditions: list[Condition] = Field(
-        default_factory=list,
-        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
-    )
+class DeleteRecordsStatus(Status):
     phase: Phase | None = None
     started_at: str | None = None
     completed_at: str | None = None

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
-from ebb_operator.models.common import Model
+from ebb_operator.models.common import Observed
 
 
 class HoldReason(StrEnum):
@@ -28,11 +27,7 @@ class HoldReason(StrEnum):
     NOTHING_TO_DELETE = "NothingToDelete"  # already at the cut
 
 
-class _Plan(Model):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
-
-
-class PartitionPlan(_Plan):
+class PartitionPlan(Observed):
     topic: str
     partition: int
     log_start_offset: int | None = None
@@ -44,13 +39,13 @@ class PartitionPlan(_Plan):
     blocking_groups: list[str] = Field(default_factory=list)
 
 
-class HeldPartition(_Plan):
+class HeldPartition(Observed):
     partition: int
     reason: HoldReason
     blocking_groups: list[str] = Field(default_factory=list)
 
 
-class TopicPlan(_Plan):
+class TopicPlan(Observed):
     topic: str
     partitions: int = 0
     deletable_records: int = 0
@@ -58,7 +53,7 @@ class TopicPlan(_Plan):
     held: list[HeldPartition] = Field(default_factory=list, max_length=100)
 
 
-class PlanSummary(_Plan):
+class PlanSummary(Observed):
     topics: int = 0
     partitions: int = 0
     deletable_records: int = 0

@@ -8,7 +8,15 @@ from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ebb_operator.models.cel import duration_at_least
-from ebb_operator.models.common import ClusterRef, Condition, Duration, GroupSelector, Model, TopicSelector
+from ebb_operator.models.common import (
+    ClusterRef,
+    Duration,
+    GroupSelector,
+    Model,
+    Observed,
+    Status,
+    TopicSelector,
+)
 from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, ready_column
 from ebb_operator.models.plan import PlanSummary, TopicPlan
 
@@ -78,9 +86,7 @@ class RunOutcome(StrEnum):
     NOTHING_TO_DELETE = "NothingToDelete"
 
 
-class LastRun(Model):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
-
+class LastRun(Observed):
     id: str
     started_at: str | None = None
     completed_at: str | None = None
@@ -91,14 +97,7 @@ class LastRun(Model):
     message: str = ""
 
 
-class RetentionPolicyStatus(Model):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
-
-    observed_generation: int | None = None
-    conditions: list[Condition] = Field(
-        default_factory=list,
-        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
-    )
+class RetentionPolicyStatus(Status):
     last_run: LastRun | None = None
     summary: PlanSummary | None = None
     topics: list[TopicPlan] = Field(default_factory=list, max_length=100)
