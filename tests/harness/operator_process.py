@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.harness.child_process import die_with_parent
+
 _START_TIMEOUT = 60.0
 
 
@@ -77,7 +79,15 @@ def running_operator(
         argv += ["--namespace", namespace]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log:
-        popen = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        # Its own session (signals to pytest don't reach it) but dies with the test process all the same.
+        popen = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
         process = OperatorProcess(popen, log_path, metrics_port, liveness_port)
         try:
             deadline = time.monotonic() + _START_TIMEOUT
