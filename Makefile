@@ -42,7 +42,7 @@ test-fast: venv
 
 test: venv lint $(TEST_PREREQS)
 	@echo "==> running every test tier (unit, compat, spark, k8s, e2e)"
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 bench: venv
 	$(PY) -m bench $(BENCH)
