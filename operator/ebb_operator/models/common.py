@@ -93,6 +93,11 @@ class Model(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+def validated(*rules: dict[str, str]) -> ConfigDict:
+    """A Model config whose schema carries CEL rules (x-kubernetes-validations) the API server enforces."""
+    return ConfigDict(**Model.model_config, json_schema_extra={"x-kubernetes-validations": list(rules)})
+
+
 class SecretRef(Model):
     """A Secret in the object's namespace holding Kafka client properties (security.protocol, sasl.*)."""
 

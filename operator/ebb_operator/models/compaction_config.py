@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from ebb_operator.models.cel import duration_at_least
 from ebb_operator.models.common import (
@@ -16,6 +15,7 @@ from ebb_operator.models.common import (
     Status,
     TopicSelector,
     duration_ms,
+    validated,
 )
 from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, ready_column
 
@@ -37,19 +37,12 @@ class Tombstones(Model):
 
 
 class CompactionConfigSpec(Model):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                duration_at_least(
-                    "maxCompactionLag",
-                    "minCompactionLag",
-                    "maxCompactionLag must not be shorter than minCompactionLag",
-                )
-            ]
-        },
+    model_config = validated(
+        duration_at_least(
+            "maxCompactionLag",
+            "minCompactionLag",
+            "maxCompactionLag must not be shorter than minCompactionLag",
+        )
     )
 
     cluster: ClusterRef | None = None

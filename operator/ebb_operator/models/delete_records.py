@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from ebb_operator.models.common import (
     ClusterRef,
@@ -21,6 +20,7 @@ from ebb_operator.models.common import (
     Status,
     TopicName,
     find_condition,
+    validated,
 )
 from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column
 
@@ -41,15 +41,8 @@ class PartitionOffset(Model):
 
 
 class DeleteRecordsSpec(Model):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {"rule": "self == oldSelf", "message": "spec is immutable: create a new DeleteRecords"}
-            ]
-        },
+    model_config = validated(
+        {"rule": "self == oldSelf", "message": "spec is immutable: create a new DeleteRecords"}
     )
 
     cluster: ClusterRef | None = None

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from ebb_operator.models.cel import duration_at_least
 from ebb_operator.models.common import (
@@ -16,6 +15,7 @@ from ebb_operator.models.common import (
     Observed,
     Status,
     TopicSelector,
+    validated,
 )
 from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, ready_column
 from ebb_operator.models.plan import PlanSummary, TopicPlan
@@ -49,20 +49,13 @@ class Analysis(Model):
 
 
 class RetentionPolicySpec(Model):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                # KIP-68: consumed retention is the shorter level, forced retention the backstop.
-                duration_at_least(
-                    "forcedRetention",
-                    "consumedRetention",
-                    "forcedRetention must not be shorter than consumedRetention",
-                )
-            ]
-        },
+    model_config = validated(
+        # KIP-68: consumed retention is the shorter level, forced retention the backstop.
+        duration_at_least(
+            "forcedRetention",
+            "consumedRetention",
+            "forcedRetention must not be shorter than consumedRetention",
+        )
     )
 
     cluster: ClusterRef | None = None
