@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from bench.report import emit
 from ebb_operator.analysis import plan as P
-from ebb_operator.analysis.offsets_source import decode_row
+from ebb_operator.analysis.offsets_records import decode_row
 from ebb_operator.analysis.policy import AnalysisPolicy
 from ebb_operator.analysis.session import spark_session
 

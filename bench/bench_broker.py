@@ -20,7 +20,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from tests.harness.ebb_broker import EbbBroker
+from harness.ebb_broker import EbbBroker
 
 from bench.report import emit
 
@@ -38,7 +38,7 @@ def _ebb(work: Path) -> Iterator[str]:
 
 @contextlib.contextmanager
 def _kafka(work: Path) -> Iterator[str]:
-    from tests.harness.kafka import apache_kafka
+    from harness.kafka import apache_kafka
 
     with apache_kafka(work / "kafka", {"log.segment.bytes": str(1024**3)}) as k:
         yield k.bootstrap_servers
@@ -47,9 +47,9 @@ def _kafka(work: Path) -> Iterator[str]:
 def _kafka_available() -> str | None:
     """None when Apache Kafka can be started, else why not."""
     try:
-        from tests.harness.kafka import libs_dir
+        from harness.kafka import libs_dir
     except ImportError:
-        return "tests/harness/kafka.py is not on this branch"
+        return "harness/kafka.py is not on this branch"
     try:
         libs_dir()
     except Exception as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from tests.harness.controlplane import running_control_plane
+from harness.controlplane import running_control_plane
 
 from bench.report import emit
 
@@ -42,5 +42,5 @@ def main() -> None:
                 "max": max(kubectl),
             },
         ],
-        notes="Kubernetes control plane of tests/harness/k8s/versions.env; certificates generated per start.",
+        notes="Kubernetes control plane of harness/k8s/versions.env; certificates generated per start.",
     )

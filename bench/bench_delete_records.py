@@ -19,10 +19,10 @@ from pathlib import Path
 import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from harness.controlplane import ControlPlane, running_control_plane
+from harness.ebb_broker import EbbBroker
+from harness.kafka import apache_kafka, free_port, kafka_tool
 from kubernetes import client, config
-from tests.harness.controlplane import ControlPlane, running_control_plane
-from tests.harness.ebb_broker import EbbBroker
-from tests.harness.kafka import apache_kafka, free_port, kafka_tool
 
 from bench.report import emit
 

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.harness.kafka import KAFKA_VERSION, apache_kafka, kafka_tool
+from harness.kafka import KAFKA_VERSION, apache_kafka, kafka_tool
 
 from bench.report import emit
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
-from tests.harness.ebb_broker import EbbBroker
+from harness.ebb_broker import EbbBroker
 
 TOPIC = "orders"
 PARTITIONS = 2

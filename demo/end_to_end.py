@@ -1,6 +1,6 @@
 """`make demo`: Ebb end to end on one machine, without Docker.
 
-A real kube-apiserver + etcd (tests/harness), the Helm chart installed into it, ebb-broker and the
+A real kube-apiserver + etcd (harness), the Helm chart installed into it, ebb-broker and the
 ebb-operator as local processes with the chart's settings (the operator authenticates with the chart's
 ServiceAccount token, so it has exactly the chart's RBAC), a workload of producers and consumer groups
 at different positions, then the examples applied and what they did: bytes on disk per topic before
@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tests.harness.controlplane import ControlPlane, running_control_plane
-from tests.harness.ebb_broker import EbbBroker
-from tests.harness.operator_process import running_operator
-from tests.harness.spark_operator_standin import SMALL_SPARK_ENV
+from harness.controlplane import ControlPlane, running_control_plane
+from harness.ebb_broker import EbbBroker
+from harness.operator_process import running_operator
+from harness.spark_operator_standin import SMALL_SPARK_ENV
 
 from demo import workload
 
@@ -250,7 +250,7 @@ def run(workdir: Path) -> int:
     data_dir = workdir / "broker-data"
     broker_config = {**chart_values()["broker"]["config"], **DEMO_BROKER_CONFIG}
 
-    say("starting a Kubernetes control plane (etcd + kube-apiserver from tests/harness) on 127.0.0.1")
+    say("starting a Kubernetes control plane (etcd + kube-apiserver from harness) on 127.0.0.1")
     with running_control_plane(workdir / "controlplane") as cp:
         info(f"kube-apiserver {cp.server} ready in {cp.startup_seconds:.1f}s")
         info(f"from another shell: KUBECONFIG={cp.admin_kubeconfig} {cp.binaries.kubectl} get ebb -A")

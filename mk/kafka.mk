@@ -4,4 +4,4 @@
 TEST_PREREQS += harness-kafka
 
 harness-kafka:
-	@tests/harness/kafka/assemble.sh
+	@harness/kafka/assemble.sh

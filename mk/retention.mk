@@ -6,4 +6,4 @@
 
 test-retention: venv harness-k8s harness-kafka
 	@echo "==> RetentionPolicy e2e: operator + analysis job + DeleteRecords on ebb-broker and Apache Kafka"
-	$(PY) -m pytest -q tests/e2e/retention tests/unit/test_retention_policy_handler.py
+	$(PY) -m pytest -q tests/e2e/retention tests/unit/operator/handlers/test_retention_policy.py

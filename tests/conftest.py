@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-# Fixtures of the test harnesses (tests/harness/), usable from every tier; each starts what it needs
+# Fixtures of the test harnesses (harness/), usable from every tier; each starts what it needs
 # only when a test asks for it (session-scoped).
-pytest_plugins = ("tests.harness.kafka_fixtures", "tests.harness.pytest_controlplane")
+pytest_plugins = ("tests.plugins.kafka", "tests.plugins.controlplane")
 
 TESTS = Path(__file__).parent
 TIERS = ("unit", "compat", "spark", "k8s", "e2e")

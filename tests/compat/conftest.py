@@ -1,6 +1,6 @@
 """Fixtures of the compat tier: a real ebb-broker process and the three real clients.
 
-The process launcher lives in tests/harness/ebb_broker.py so other tiers reuse it.
+The process launcher lives in harness/ebb_broker.py so other tiers reuse it.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from harness.ebb_broker import EbbBroker
+
 from tests.compat.clients import CLIENTS, Client
-from tests.harness.ebb_broker import EbbBroker
 
 # Small __consumer_offsets keeps each broker start quick; the layout is the same as with 50.
 FAST_BROKER = {"offsets.topic.num.partitions": "4"}

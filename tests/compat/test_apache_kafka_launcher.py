@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 from confluent_kafka import Producer
-from tests.harness.kafka import apache_kafka
+from harness.kafka import apache_kafka
 
 
 def test_launcher_applies_overrides_exposes_data_dir_and_stops(tmp_path: Path) -> None:

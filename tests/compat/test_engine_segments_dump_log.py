@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from harness.dump_log import DumpedRecord, DumpedSegment, dump_log, parse_dump
+from harness.kafka import kafka_tool
 from kafka.record.default_records import DefaultRecordBatchBuilder
-from tests.harness.dump_log import DumpedRecord, DumpedSegment, dump_log, parse_dump
-from tests.harness.kafka import kafka_tool
 
 from ebb_broker.config import BrokerConfig
 from ebb_broker.log import LogManager

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import struct
 
+from harness.ebb_broker import EbbBroker
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.admin.topics import CreateTopicsRequest
@@ -21,9 +22,9 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
+
 from tests.compat.clients import CLIENTS
 from tests.compat.wire import Wire
-from tests.harness.ebb_broker import EbbBroker
 
 KEEP = "fuzz-keep"
 SCRATCH = "fuzz-scratch-topic"

@@ -9,9 +9,10 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from harness.ebb_broker import EbbBroker
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
+
 from tests.compat.wire import Wire
-from tests.harness.ebb_broker import EbbBroker
 
 
 def _admin(bootstrap: str, topic: str, partitions: int = 2) -> AdminClient:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.harness.controlplane import CommandFailed, ControlPlane
+from harness.controlplane import CommandFailed, ControlPlane
 
 
 def probe(name: str, **spec: object) -> str:

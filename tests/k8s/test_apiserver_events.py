@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.harness.controlplane import ControlPlane
+from harness.controlplane import ControlPlane
 
 
 def test_event_about_an_object_is_stored_and_shown_with_it(

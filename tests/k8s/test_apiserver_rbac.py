@@ -9,8 +9,8 @@ from pathlib import Path
 
 import kubernetes
 import pytest
-from tests.harness.controlplane import CommandFailed, ControlPlane
-from tests.harness.kubeconfig import write_kubeconfig
+from harness.controlplane import CommandFailed, ControlPlane
+from harness.kubeconfig import write_kubeconfig
 
 
 def reader_kubeconfig(cp: ControlPlane, namespace: str) -> Path:

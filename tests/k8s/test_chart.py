@@ -16,9 +16,9 @@ import pytest
 import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
-from tests.harness.controlplane import ControlPlane
-from tests.harness.ebb_broker import EbbBroker
-from tests.harness.operator_process import running_operator
+from harness.controlplane import ControlPlane
+from harness.ebb_broker import EbbBroker
+from harness.operator_process import running_operator
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "ebb"

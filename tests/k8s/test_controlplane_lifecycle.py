@@ -13,14 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.harness.controlplane import running_control_plane
-from tests.harness.k8s_binaries import Binaries, BinariesMissing
+from harness.controlplane import running_control_plane
+from harness.k8s_binaries import Binaries, BinariesMissing
 
 REPO = Path(__file__).parent.parent.parent
 
 HOLDER = """
 import json, sys, time
-from tests.harness.controlplane import running_control_plane
+from harness.controlplane import running_control_plane
 with running_control_plane() as cp:
     print(json.dumps({"pids": cp.pids, "workdir": str(cp.workdir)}), flush=True)
     time.sleep(600)

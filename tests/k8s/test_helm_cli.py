@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from tests.harness.controlplane import ControlPlane
-from tests.harness.k8s_binaries import helm_version
+from harness.controlplane import ControlPlane
+from harness.k8s_binaries import helm_version
 
 
 def tiny_chart(root: Path) -> Path:

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.harness.child_process import die_with_parent
-from tests.harness.controlplane import ControlPlane
+from harness.child_process import die_with_parent
+from harness.controlplane import ControlPlane
 
 OPERATOR = """
 import kopf

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from ebb_operator.analysis.offsets_records import OFFSETS_TOPIC
 from ebb_operator.kafka import ClusterConnection
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 class OffsetsReadError(RuntimeError):

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
+OFFSETS_TOPIC = "__consumer_offsets"
 OFFSET_COMMIT_KEY_TYPES = (0, 1)
 GROUP_METADATA_KEY_TYPE = 2
 
@@ -203,3 +205,49 @@ def subscribed_topics(subscription: bytes) -> list[str]:
     buf = _Buffer(subscription)
     buf.int16()  # version: Kafka parses newer versions with the current format, so do we
     return [buf.required_string(False) for _ in range(buf.array_len(False))]
+
+
+# One decoded record as a row of the analysis job's raw schema (offsets_source.py reads them in Spark).
+OFFSET_KIND = "offset"
+GROUP_KIND = "group"
+
+RAW_SCHEMA = (
+    "kind string, source_partition int, source_offset long, tombstone boolean, "
+    "group string, topic string, partition int, committed_offset long, commit_timestamp long, "
+    "leader_epoch int, protocol_type string, generation int, members int, state_timestamp long, "
+    "subscribed_topics array<string>"
+)
+
+
+def decode_row(partition: int, offset: int, key: bytes | None, value: bytes | None) -> tuple[Any, ...] | None:
+    """One `__consumer_offsets` record as a RAW_SCHEMA row; None for record types without offsets."""
+    where = f"{OFFSETS_TOPIC}-{partition} offset {offset}"
+    if key is None:
+        raise OffsetsRecordError(f"{where}: record without a key")
+    try:
+        k = decode_key(key)
+        if isinstance(k, OffsetCommitKey):
+            if value is None:
+                return (OFFSET_KIND, partition, offset, True, k.group, k.topic, k.partition, *([None] * 8))
+            v = decode_offset_commit_value(value)
+            return (
+                OFFSET_KIND, partition, offset, False, k.group, k.topic, k.partition,
+                v.offset, v.commit_timestamp, v.leader_epoch, *([None] * 5),
+            )  # fmt: skip
+        if isinstance(k, GroupMetadataKey):
+            if value is None:
+                return (GROUP_KIND, partition, offset, True, k.group, *([None] * 10))
+            g = decode_group_metadata_value(value)
+            topics: set[str] = set()
+            if g.protocol_type == "consumer":
+                for m in g.members:
+                    topics.update(subscribed_topics(m.subscription))
+            return (
+                GROUP_KIND, partition, offset, False, k.group, None, None, None, None, None,
+                g.protocol_type, g.generation, len(g.members), g.current_state_timestamp, sorted(topics),
+            )  # fmt: skip
+        return None
+    except OffsetsRecordError as e:
+        # Fail closed: an unreadable record may be some group's commit, and a plan without it could
+        # delete records that group has not read.
+        raise OffsetsRecordError(f"{where}: {e}") from e

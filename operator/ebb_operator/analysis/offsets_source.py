@@ -25,69 +25,16 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from ebb_operator.analysis.offsets_reader import OFFSETS_TOPIC, OffsetRange, offset_ranges, read_range
-from ebb_operator.analysis.offsets_records import (
-    GroupMetadataKey,
-    OffsetCommitKey,
-    OffsetsRecordError,
-    decode_group_metadata_value,
-    decode_key,
-    decode_offset_commit_value,
-    subscribed_topics,
-)
+from ebb_operator.analysis.offsets_records import GROUP_KIND, OFFSET_KIND, RAW_SCHEMA, decode_row
 from ebb_operator.kafka import ClusterConnection
 
 SOURCE_NAME = "ebb_consumer_offsets"
-OFFSET_KIND = "offset"
-GROUP_KIND = "group"
-
-RAW_SCHEMA = (
-    "kind string, source_partition int, source_offset long, tombstone boolean, "
-    "group string, topic string, partition int, committed_offset long, commit_timestamp long, "
-    "leader_epoch int, protocol_type string, generation int, members int, state_timestamp long, "
-    "subscribed_topics array<string>"
-)
-
-
 def _connection(options: dict[str, str]) -> ClusterConnection:
     servers = options.get("bootstrap.servers")
     if not servers:
         raise ValueError(f"the {SOURCE_NAME} data source needs the option bootstrap.servers")
     props = {k.removeprefix("kafka."): v for k, v in options.items() if k.startswith("kafka.")}
     return ClusterConnection.resolve(servers, props)
-
-
-def decode_row(partition: int, offset: int, key: bytes | None, value: bytes | None) -> tuple[Any, ...] | None:
-    """One `__consumer_offsets` record as a RAW_SCHEMA row; None for record types without offsets."""
-    where = f"{OFFSETS_TOPIC}-{partition} offset {offset}"
-    if key is None:
-        raise OffsetsRecordError(f"{where}: record without a key")
-    try:
-        k = decode_key(key)
-        if isinstance(k, OffsetCommitKey):
-            if value is None:
-                return (OFFSET_KIND, partition, offset, True, k.group, k.topic, k.partition, *([None] * 8))
-            v = decode_offset_commit_value(value)
-            return (
-                OFFSET_KIND, partition, offset, False, k.group, k.topic, k.partition,
-                v.offset, v.commit_timestamp, v.leader_epoch, *([None] * 5),
-            )  # fmt: skip
-        if isinstance(k, GroupMetadataKey):
-            if value is None:
-                return (GROUP_KIND, partition, offset, True, k.group, *([None] * 10))
-            g = decode_group_metadata_value(value)
-            topics: set[str] = set()
-            if g.protocol_type == "consumer":
-                for m in g.members:
-                    topics.update(subscribed_topics(m.subscription))
-            return (
-                GROUP_KIND, partition, offset, False, k.group, None, None, None, None, None,
-                g.protocol_type, g.generation, len(g.members), g.current_state_timestamp, sorted(topics),
-            )  # fmt: skip
-        return None
-    except OffsetsRecordError as e:
-        # Fail closed: an unreadable record may be some group's commit, and a plan without it could
-        # delete records that group has not read.
-        raise OffsetsRecordError(f"{where}: {e}") from e
 
 
 class ConsumerOffsetsReader(DataSourceReader):

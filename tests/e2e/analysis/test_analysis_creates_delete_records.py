@@ -19,8 +19,8 @@ import pytest
 import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from tests.harness.controlplane import ControlPlane
-from tests.harness.kafka import KafkaBroker
+from harness.controlplane import ControlPlane
+from harness.kafka import KafkaBroker
 
 REPO = Path(__file__).resolve().parents[3]
 

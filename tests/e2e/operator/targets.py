@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from tests.harness.ebb_broker import EbbBroker
-from tests.harness.kafka import KafkaBroker
+from harness.ebb_broker import EbbBroker
+from harness.kafka import KafkaBroker
 
 
 @pytest.fixture(scope="session")

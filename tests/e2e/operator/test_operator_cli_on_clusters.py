@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, produce, unique
-from tests.harness.kafka import kafka_tool
+from harness.kafka import kafka_tool
 
 from ebb_operator.kafka import EARLIEST, ClusterAdmin, ClusterConnection, TopicPartition
+from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, produce, unique
 
 
 def _ebb(*args: str) -> subprocess.CompletedProcess[str]:

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
-from tests.harness.controlplane import ControlPlane
-from tests.harness.operator_process import OperatorProcess, running_operator
-from tests.harness.spark_operator_standin import CRD_PATH, SMALL_SPARK_ENV
+from harness.controlplane import ControlPlane
+from harness.operator_process import OperatorProcess, running_operator
+from harness.spark_operator_standin import CRD_PATH, SMALL_SPARK_ENV
 
 from ebb_operator import rbac
+from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
 
 REPO = Path(__file__).resolve().parents[3]
 ACCOUNT_NAMESPACE, ACCOUNT = "ebb-retention", "ebb-operator"

@@ -1,6 +1,6 @@
 """Engine SparkApplication: the operator creates a sparkoperator.k8s.io/v1beta2 SparkApplication from the
 policy and follows status.applicationState.state; a test-only stand-in for the Spark operator's
-controller (tests/harness/spark_operator_standin.py) runs the application's main file locally.
+controller (harness/spark_operator_standin.py) runs the application's main file locally.
 
 Runs against ebb-broker only (the Local engine test covers both targets; the job is the same code).
 """
@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 import yaml
 from confluent_kafka import Producer
+from harness.controlplane import ControlPlane
+from harness.ebb_broker import EbbBroker
+from harness.operator_process import OperatorProcess
+from harness.spark_operator_standin import SMALL_SPARK_ENV, spark_operator_standin
+
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, unique
-from tests.harness.controlplane import ControlPlane
-from tests.harness.ebb_broker import EbbBroker
-from tests.harness.operator_process import OperatorProcess
-from tests.harness.spark_operator_standin import SMALL_SPARK_ENV, spark_operator_standin
 
 HOUR_MS = 3_600_000
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
-from tests.harness.controlplane import ControlPlane
-from tests.harness.kafka import free_port
-from tests.k8s.operator.operator_k8s import Objects, OperatorProcess
+from harness.controlplane import ControlPlane
+from harness.kafka import free_port
 
 from ebb_operator import rbac
+from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
+from tests.k8s.operator.operator_k8s import Objects, OperatorProcess
 
 REPO = Path(__file__).resolve().parents[3]
 OPERATOR_NAMESPACE = "ebb-system"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tests.harness.controlplane import ControlPlane
+from harness.controlplane import ControlPlane
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
 from tests.e2e.operator.operator_kafka import create_topic, unique
 from tests.k8s.operator.operator_k8s import Objects, OperatorProcess, ready
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from tests.k8s.operator.operator_k8s import Objects
 
 GOOD_DR = {"partitions": [{"topic": "orders", "partition": 0, "offset": 5}]}

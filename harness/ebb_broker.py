@@ -1,0 +1,169 @@
+"""Start a real `ebb-broker` process for tests and benchmarks, and stop or kill it.
+
+The broker listens on port 0 (a free port chosen by the kernel) and the launcher reads the
+actual address from its `ebb-broker listening on HOST:PORT` line, so parallel brokers never
+race for ports. Its stderr goes to `<log_dir>/ebb-broker.log` for post-mortems. Usable as a
+context manager; `restart()` keeps the data directory (and the port, when it is still free).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+
+from harness.child_process import die_with_parent
+
+_LISTENING = re.compile(r"ebb-broker listening on (?P<host>[^\s:]+):(?P<port>\d+)")
+
+
+class BrokerStartError(RuntimeError):
+    """The broker exited or did not print its listening line in time."""
+
+
+class EbbBroker:
+    """One ebb-broker process over one data directory."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        configs: dict[str, str] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        metrics_port: int | None = None,
+        log_dir: Path | None = None,
+        start_timeout: float = 30.0,
+    ):
+        self.data_dir = Path(data_dir)
+        self.configs = dict(configs or {})
+        self.host = host
+        self.port = port
+        self.metrics_port = metrics_port
+        self.log_dir = Path(log_dir) if log_dir else self.data_dir.parent
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen[str] | None = None
+        self._log_file: object = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def command(self) -> list[str]:
+        cmd = [
+            sys.executable,
+            "-m",
+            "ebb_broker",
+            "--data-dir",
+            str(self.data_dir),
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+        ]
+        if self.metrics_port is not None:
+            cmd += ["--metrics-port", str(self.metrics_port)]
+        for key, value in self.configs.items():
+            cmd += ["--config", f"{key}={value}"]
+        return cmd
+
+    def start(self) -> EbbBroker:
+        if self.proc is not None and self.proc.poll() is None:
+            raise RuntimeError("broker already running")
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = self.log_dir / "ebb-broker.log"
+        log_file = log_path.open("a")
+        self._log_file = log_file
+        self.proc = subprocess.Popen(
+            self.command(),
+            stdout=subprocess.PIPE,
+            stderr=log_file,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=die_with_parent,  # a killed test run leaves no broker behind
+        )
+        line = self._read_listening_line()
+        m = _LISTENING.search(line or "")
+        if m is None:
+            self.kill()
+            raise BrokerStartError(
+                f"ebb-broker did not start (exit {self.proc.returncode}); see {log_path}:\n"
+                + log_path.read_text()[-3000:]
+            )
+        self.port = int(m.group("port"))
+        # Keep draining stdout so the broker never blocks on a full pipe.
+        threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
+        return self
+
+    def _read_listening_line(self) -> str | None:
+        assert self.proc is not None and self.proc.stdout is not None
+        result: list[str] = []
+        reader = threading.Thread(target=lambda: result.append(self.proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        reader.join(self.start_timeout)
+        return result[0] if result else None
+
+    @staticmethod
+    def _drain(proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for _ in proc.stdout:
+            pass
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM (clean shutdown: flush, checkpoints, marker); returns the exit code."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self._reap()
+
+    def kill(self) -> None:
+        """SIGKILL: the crash the engine must survive without losing acknowledged records."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._reap()
+
+    def _reap(self) -> int:
+        code = self.proc.returncode if self.proc is not None else 0
+        if self._log_file is not None:
+            self._log_file.close()  # type: ignore[attr-defined]
+            self._log_file = None
+        return code if code is not None else 0
+
+    def restart(self, *, kill: bool = False) -> EbbBroker:
+        if kill:
+            self.kill()
+        else:
+            self.stop()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                return self.start()
+            except BrokerStartError:
+                # The old port may still be in TIME_WAIT for a moment; fall back to any port.
+                if time.monotonic() > deadline:
+                    raise
+                self.port = 0
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def __enter__(self) -> EbbBroker:
+        return self.start() if not self.alive() else self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -1,0 +1,312 @@
+"""Apache Kafka as a test peer: its CLI tools by main class, and a single-node KRaft broker.
+
+`make harness-kafka` assembles the jars (harness/kafka/pom.xml) into $EBB_CACHE/kafka/<version>/libs;
+this module only runs them. Every JVM started here is killed again by its owner (`kafka_tool` waits for it,
+`apache_kafka` is a context manager and the broker dies with its parent), so no test leaves a Java
+process behind.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.child_process import die_with_parent
+
+HARNESS = Path(__file__).parent / "kafka"
+POM = HARNESS / "pom.xml"
+TOOLS_LOG_CONFIG = HARNESS / "log4j2.properties"
+BROKER_LOG_CONFIG = HARNESS / "log4j2-broker.properties"
+
+
+def kafka_version() -> str:
+    """The pinned Apache Kafka version: the one property of pom.xml everything else is keyed by."""
+    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", POM.read_text())
+    if match is None:
+        raise RuntimeError(f"{POM} has no <kafka.version> property")
+    return match.group(1)
+
+
+KAFKA_VERSION = kafka_version()
+
+
+class KafkaNotAssembledError(RuntimeError):
+    """The jars are missing: the harness never downloads at test time, `make harness-kafka` does."""
+
+
+def libs_dir() -> Path:
+    """$EBB_CACHE/kafka/<version>/libs, checked to be complete."""
+    cache = Path(os.environ.get("EBB_CACHE", Path.home() / ".cache" / "ebb"))
+    libs = cache / "kafka" / KAFKA_VERSION / "libs"
+    if not (libs / ".assembled").is_file():
+        raise KafkaNotAssembledError(
+            f"Apache Kafka {KAFKA_VERSION} is not assembled in {libs}: run `make harness-kafka`"
+        )
+    return libs
+
+
+# kafka-*.sh script name -> main class, as Apache Kafka 4.3's bin/ scripts run them.
+TOOLS: Mapping[str, str] = {
+    "kafka-dump-log": "org.apache.kafka.tools.DumpLogSegments",
+    "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
+    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-storage": "kafka.tools.StorageTool",
+}
+
+# Short-lived tools spend most of their time starting the JVM: C1 only and the serial GC cut that by about
+# half, and a small heap keeps five engineers' JVMs within the machine's memory.
+TOOL_JVM_OPTS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData")
+BROKER_JVM_OPTS = ("-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-XX:-UsePerfData", "-Djava.awt.headless=true")
+
+
+def java_command(
+    main_class: str,
+    *args: str,
+    jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS,
+    log_config: Path = TOOLS_LOG_CONFIG,
+) -> list[str]:
+    """The `java` command line running `main_class` on the assembled classpath (quiet logging by default)."""
+    return [
+        "java",
+        *jvm_opts,
+        f"-Dlog4j2.configurationFile={log_config}",
+        "-cp",
+        f"{libs_dir()}/*",
+        main_class,
+        *args,
+    ]
+
+
+class KafkaToolError(RuntimeError):
+    """A Kafka tool exited non-zero; the message carries its command line and output."""
+
+
+def kafka_tool(
+    name: str,
+    *args: str,
+    input: str | None = None,
+    timeout: float = 120,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """Run one of Apache Kafka's CLI tools (`TOOLS`) like its kafka-*.sh script would, and return its output.
+
+    With `check`, a non-zero exit raises `KafkaToolError` with stdout and stderr in the message.
+    """
+    try:
+        main_class = TOOLS[name]
+    except KeyError:
+        raise ValueError(f"unknown Kafka tool {name!r}; known: {', '.join(sorted(TOOLS))}") from None
+    cmd = java_command(main_class, *args)
+    proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout, check=False)
+    if check and proc.returncode != 0:
+        raise KafkaToolError(
+            f"{name} {' '.join(args)} exited {proc.returncode}\n"
+            f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+        )
+    return proc
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port the kernel just handed out on `host` (closed again, so a server can bind it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def random_cluster_id() -> str:
+    """A cluster id as `kafka-storage random-uuid` prints it (base64url of 16 random bytes, no padding)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+# Settings that make a single node quick to start and quick to act in tests; any of them can be overridden.
+FAST_SETTINGS: Mapping[str, str] = {
+    "num.partitions": "1",
+    "auto.create.topics.enable": "true",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    # Kafka 4 refuses segment.bytes below 1 MiB (KAFKA-16368).
+    "log.segment.bytes": str(1024 * 1024),
+    "log.retention.check.interval.ms": "1000",
+    "log.initial.task.delay.ms": "0",
+    "log.cleaner.backoff.ms": "1000",
+    "log.segment.delete.delay.ms": "0",
+}
+
+
+@dataclass
+class KafkaBroker:
+    """A running single-node KRaft Apache Kafka: what tests, the operator tier and benchmarks connect to."""
+
+    host: str
+    port: int
+    controller_port: int
+    work_dir: Path
+    data_dir: Path
+    log_file: Path
+    process: subprocess.Popen[bytes]
+    start_seconds: float
+    version: str = KAFKA_VERSION
+    settings: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def partition_dir(self, topic: str, partition: int) -> Path:
+        return self.data_dir / f"{topic}-{partition}"
+
+    def segment_files(self, topic: str, partition: int) -> list[Path]:
+        """The partition's `.log` segments in offset order (20-digit names sort as numbers)."""
+        return sorted(self.partition_dir(topic, partition).glob("*.log"))
+
+    def log_tail(self, lines: int = 40) -> str:
+        if not self.log_file.exists():
+            return "(no broker log)"
+        return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self, timeout: float = 20) -> None:
+        """SIGTERM (Kafka's controlled shutdown), SIGKILL after `timeout`; the whole process group goes."""
+        _terminate(self.process, timeout)
+
+
+def _terminate(process: subprocess.Popen[bytes], timeout: float) -> None:
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        process.wait()
+
+
+class KafkaStartError(RuntimeError):
+    """The broker exited or did not serve in time; the message carries the end of its log."""
+
+
+def _write_properties(path: Path, props: Mapping[str, str]) -> None:
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+
+def _serving(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+# KafkaRaftServer logs this once the broker is unfenced and its socket server accepts requests.
+_STARTED = "Kafka Server started"
+
+
+@contextmanager
+def apache_kafka(
+    work_dir: Path,
+    overrides: Mapping[str, str] | None = None,
+    *,
+    host: str = "127.0.0.1",
+    start_timeout: float = 90,
+) -> Iterator[KafkaBroker]:
+    """Format storage and run a single-node KRaft broker+controller in `work_dir`; stop it on exit.
+
+    The broker listens on free ports of `host` (tried again with new ports if another process took one
+    between choosing and binding); `overrides` replace or extend `FAST_SETTINGS`.
+    """
+    for attempt in range(3):
+        try:
+            broker = _start(work_dir, overrides or {}, host, start_timeout)
+            break
+        except KafkaStartError as exc:
+            if attempt == 2 or "Address already in use" not in str(exc):
+                raise
+            shutil.rmtree(work_dir / "data", ignore_errors=True)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def _start(work_dir: Path, overrides: Mapping[str, str], host: str, start_timeout: float) -> KafkaBroker:
+    """One start attempt; the broker is stopped again if it does not come up."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = work_dir / "data"
+    log_file = work_dir / "server.log"
+    log_file.unlink(missing_ok=True)
+    port, controller_port = free_port(host), free_port(host)
+    settings = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@{host}:{controller_port}",
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": str(data_dir),
+        **FAST_SETTINGS,
+        **overrides,
+    }
+    props = work_dir / "server.properties"
+    _write_properties(props, settings)
+
+    started = time.monotonic()
+    kafka_tool("kafka-storage", "format", "--cluster-id", random_cluster_id(), "--config", str(props))
+    cmd = java_command(
+        "kafka.Kafka",
+        str(props),
+        jvm_opts=(*BROKER_JVM_OPTS, f"-Dkafka.logs.file={log_file}", f"-Dkafka.logs.dir={work_dir}"),
+        log_config=BROKER_LOG_CONFIG,
+    )
+    stdout_file = work_dir / "stdout.log"
+    with stdout_file.open("wb") as out:
+        process = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent
+        )
+    broker = KafkaBroker(
+        host=host,
+        port=port,
+        controller_port=controller_port,
+        work_dir=work_dir,
+        data_dir=data_dir,
+        log_file=log_file,
+        process=process,
+        start_seconds=0.0,
+        settings=settings,
+    )
+    deadline = started + start_timeout
+    problem = ""
+    while not problem:
+        if process.poll() is not None:
+            problem = f"Apache Kafka exited with {process.returncode} while starting"
+        elif log_file.exists() and _STARTED in log_file.read_text(errors="replace") and _serving(host, port):
+            broker.start_seconds = time.monotonic() - started
+            return broker
+        elif time.monotonic() > deadline:
+            problem = f"Apache Kafka did not serve within {start_timeout}s"
+        else:
+            time.sleep(0.1)
+    broker.stop()
+    stdout_tail = "\n".join(stdout_file.read_text(errors="replace").splitlines()[-20:])
+    raise KafkaStartError(f"{problem}\n--- {log_file}\n{broker.log_tail()}\n--- {stdout_file}\n{stdout_tail}")

@@ -1,0 +1,112 @@
+"""Run `python -m ebb_operator` as a local process, the way the chart's Deployment runs it in a pod.
+
+There is no kubelet on the test control plane, so the chart's Deployment never gets a pod; this runs
+the same command with a kubeconfig holding the chart's ServiceAccount token, so the operator has
+exactly the RBAC the chart grants. Used by the chart tests (tests/k8s/test_chart.py) and `make demo`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.child_process import die_with_parent
+
+_START_TIMEOUT = 60.0
+
+
+class OperatorStartError(RuntimeError):
+    """The operator exited, or its liveness endpoint did not answer in time (message: end of its log)."""
+
+
+@dataclass(frozen=True)
+class OperatorProcess:
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+    metrics_port: int
+    liveness_port: int
+
+    def log_tail(self, chars: int = 3000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _live(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def running_operator(
+    env: dict[str, str],
+    log_path: Path,
+    *,
+    default_bootstrap_servers: str,
+    namespaces: tuple[str, ...] = (),
+    resync_seconds: float | None = None,
+) -> Iterator[OperatorProcess]:
+    """The operator, live (kopf's /healthz answers), for the duration of the block; stopped with
+    SIGTERM (then SIGKILL) afterwards. `env` carries KUBECONFIG (e.g. ControlPlane.env(sa_kubeconfig))."""
+    env = dict(env)
+    if resync_seconds is not None:
+        env["EBB_RESYNC_SECONDS"] = str(resync_seconds)
+    metrics_port, liveness_port = _free_port(), _free_port()
+    argv = [
+        sys.executable, "-m", "ebb_operator",
+        "--default-bootstrap-servers", default_bootstrap_servers,
+        "--metrics-port", str(metrics_port),
+        "--liveness-port", str(liveness_port),
+        "--host", "127.0.0.1",
+    ]  # fmt: skip
+    for namespace in namespaces:
+        argv += ["--namespace", namespace]
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log:
+        # Its own session (signals to pytest don't reach it) but dies with the test process all the same.
+        popen = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
+        process = OperatorProcess(popen, log_path, metrics_port, liveness_port)
+        try:
+            deadline = time.monotonic() + _START_TIMEOUT
+            while not _live(liveness_port):
+                if popen.poll() is not None:
+                    raise OperatorStartError(
+                        f"ebb-operator exited ({popen.returncode}):\n{process.log_tail()}"
+                    )
+                if time.monotonic() > deadline:
+                    raise OperatorStartError(
+                        f"ebb-operator not live after {_START_TIMEOUT:.0f}s:\n{process.log_tail()}"
+                    )
+                time.sleep(0.3)
+            yield process
+        finally:
+            if popen.poll() is None:
+                os.killpg(popen.pid, signal.SIGTERM)
+                try:
+                    popen.wait(20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(popen.pid, signal.SIGKILL)
+                    popen.wait()

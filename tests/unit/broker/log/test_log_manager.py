@@ -1,0 +1,195 @@
+"""LogManager: topics on disk, checkpoints, restart, retention across logs (Kafka's LogManagerTest)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ebb_broker.log.checkpoint import read_offsets
+from ebb_broker.log.errors import (
+    InvalidConfigError,
+    InvalidPartitionsError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+from tests.unit.broker.log.log_helpers import Clock, batch, read_all
+
+
+def test_create_get_and_persist_topics(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    mgr = manager()
+    meta = mgr.create_topic("orders", 3, {"retention.ms": "3600000"})
+    assert sorted(p.name for p in (tmp_path / "data").iterdir() if p.is_dir()) == [
+        "orders-0",
+        "orders-1",
+        "orders-2",
+    ]
+    doc = json.loads((tmp_path / "data" / "ebb-topics.json").read_text())
+    assert doc["topics"]["orders"] == {
+        "id": str(meta.topic_id),
+        "partitions": 3,
+        "config": {"retention.ms": "3600000"},
+    }
+    with pytest.raises(TopicExistsError):
+        mgr.create_topic("orders", 1, {})
+    with pytest.raises(UnknownTopicOrPartitionError):
+        mgr.get_log("orders", 3)
+    mgr.get_log("orders", 1).append(batch(b"a", b"b"))
+    mgr.close()
+    again = manager()
+    assert again.topics()["orders"].partitions == 3
+    assert again.topic_config("orders").retention_ms == 3_600_000
+    assert again.get_log("orders", 1).log_end_offset == 2
+
+
+def test_bad_topic_requests_change_nothing(manager) -> None:  # type: ignore[no-untyped-def]
+    mgr = manager()
+    with pytest.raises(InvalidConfigError, match=re.escape("unknown topic config 'retention.mss'")):
+        mgr.create_topic("t", 1, {"retention.mss": "1"})
+    with pytest.raises(InvalidConfigError, match="illegal topic name"):
+        mgr.create_topic("a/b", 1, {})
+    with pytest.raises(InvalidConfigError, match="may not exceed"):
+        mgr.create_topic("t", 1, {"retention.ms": "1000", "retention.commitoffset.ms": "2000"})
+    assert mgr.topics() == {}
+    mgr.create_topic("t", 1, {})
+    with pytest.raises(InvalidConfigError):
+        mgr.alter_topic_config("t", {"segment.bytes": "-5"})
+    assert mgr.topic_config("t").segment_bytes == 1024**3
+    with pytest.raises(InvalidPartitionsError):
+        mgr.create_partitions("t", 1)
+
+
+def test_alter_config_and_create_partitions_and_delete(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    mgr = manager()
+    mgr.create_topic("t", 1, {"retention.ms": "1000"})
+    mgr.alter_topic_config("t", {"retention.ms": None, "cleanup.policy": "compact"})
+    assert mgr.get_log("t", 0).config.compact and mgr.topic_config("t").retention_ms == 7 * 24 * 3600 * 1000
+    mgr.create_partitions("t", 3)
+    mgr.get_log("t", 2).append(batch(b"v", key=b"k"))
+    mgr.delete_topic("t")
+    assert not any(p.is_dir() for p in (tmp_path / "data").iterdir())
+    with pytest.raises(UnknownTopicOrPartitionError):
+        mgr.get_log("t", 0)
+
+
+def test_log_start_offset_checkpoint_is_sparse(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """LogManagerTest.testCheckpointLogStartOffsetForNormalTopic: an entry only while the log start
+    offset is above the first segment's base; DeleteRecords writes it at once (Ebb)."""
+    one = len(batch(b"x"))
+    mgr = manager()
+    mgr.create_topic("t", 2, {"segment.bytes": str(one * 5)})
+    lg = mgr.get_log("t", 0)
+    for _ in range(12):
+        lg.append(batch(b"x"))
+    path = tmp_path / "data" / "log-start-offset-checkpoint"
+    lg.delete_records(7)
+    assert read_offsets(path) == {("t", 0): 7}  # written by DeleteRecords itself
+    mgr.run_retention()
+    assert read_offsets(path) == {("t", 0): 7}  # segment [5, 10) still holds offsets 5 and 6
+    lg.delete_records(10)
+    mgr.run_retention()
+    assert read_offsets(path) == {}  # first segment now starts at the log start offset
+
+
+def test_log_start_offset_survives_restart_and_crash(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    mgr = manager()
+    mgr.create_topic("t", 1, {})
+    lg = mgr.get_log("t", 0)
+    for _ in range(10):
+        lg.append(batch(b"x"))
+    lg.delete_records(4)
+    mgr.abandon()  # kill -9: no close, no checkpoint
+    again = manager()
+    lg = again.get_log("t", 0)
+    assert (lg.log_start_offset, lg.log_end_offset) == (4, 10)
+    assert [o for o, _k, _v in read_all(lg)] == list(range(4, 10))
+
+
+def test_clean_shutdown_marker(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    mgr = manager()
+    marker = tmp_path / "data" / ".kafka_cleanshutdown"
+    assert not marker.exists()
+    mgr.create_topic("t", 1, {})
+    mgr.close()
+    assert marker.exists()
+    manager()
+    assert not marker.exists()  # removed at startup so that a later crash is detected
+    cps = {p.name for p in (tmp_path / "data").iterdir()}
+    assert {
+        "recovery-point-offset-checkpoint",
+        "replication-offset-checkpoint",
+        "log-start-offset-checkpoint",
+        "cleaner-offset-checkpoint",
+    } <= cps
+
+
+def test_retention_pass_and_file_delete_delay(manager, clock: Clock, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    one = len(batch(b"x"))
+    mgr = manager(log_segment_delete_delay_ms=60_000)
+    mgr.create_topic("t", 1, {"segment.bytes": str(one * 5), "retention.ms": "1000"})
+    lg = mgr.get_log("t", 0)
+    for _ in range(10):
+        lg.append(batch(b"x", ts=clock.now - 5000))
+    report = mgr.run_retention()
+    assert report.segments_deleted == 2 and report.bytes_deleted == one * 10
+    deleted = [p for p in (tmp_path / "data" / "t-0").iterdir() if p.name.endswith(".deleted")]
+    assert len(deleted) == 6 and report.files_removed == 0
+    clock.advance(60_000)
+    assert mgr.run_retention().files_removed == 6
+    assert not any(p.name.endswith(".deleted") for p in (tmp_path / "data" / "t-0").iterdir())
+
+
+def test_stray_partition_directories(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A directory no topic owns (a crash inside delete_topic) is left alone at startup, and removed
+    before a new topic of that name is created, so its old records never reappear."""
+    stray = tmp_path / "data" / "stray-0"
+    stray.mkdir(parents=True)
+    (stray / "00000000000000000000.log").write_bytes(batch(b"old record"))
+    mgr = manager()
+    assert mgr.topics() == {} and stray.exists()
+    mgr.create_topic("stray", 1, {})
+    lg = mgr.get_log("stray", 0)
+    assert lg.log_end_offset == 0 and read_all(lg) == []
+
+
+def test_idempotent_producer_state_survives_restart(manager) -> None:  # type: ignore[no-untyped-def]
+    from ebb_broker.log.errors import OutOfOrderSequenceError
+    from ebb_broker.log.records import NewRecord, build_batch
+
+    def produce(seq: int) -> bytes:
+        return build_batch([NewRecord(b"k", b"v")] * 3, producer_id=11, producer_epoch=0, base_sequence=seq)
+
+    mgr = manager()
+    mgr.create_topic("t", 1, {})
+    first = mgr.get_log("t", 0).append(produce(0))
+    mgr.abandon()
+    lg = manager().get_log("t", 0)
+    assert lg.append(produce(0)) == first  # the retry after a broker crash is not written twice
+    with pytest.raises(OutOfOrderSequenceError):
+        lg.append(produce(9))
+    assert lg.append(produce(3)).base_offset == 3
+
+
+def test_corrupt_checkpoints(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A corrupt recovery-point checkpoint only costs a full recovery; a corrupt log-start checkpoint stops
+    the start instead of resurrecting deleted records."""
+    from ebb_broker.log.errors import CorruptCheckpointError
+
+    mgr = manager()
+    mgr.create_topic("t", 1, {})
+    lg = mgr.get_log("t", 0)
+    for _ in range(5):
+        lg.append(batch(b"x"))
+    lg.delete_records(3)
+    mgr.abandon()
+    data = tmp_path / "data"
+    (data / "recovery-point-offset-checkpoint").write_text("0\n7\nt 0 5\n")
+    second = manager()
+    lg = second.get_log("t", 0)
+    assert (lg.log_start_offset, lg.log_end_offset) == (3, 5)
+    second.close()
+    (data / "log-start-offset-checkpoint").write_text("0\n1\nt 0\n")
+    with pytest.raises(CorruptCheckpointError, match="malformed line"):
+        manager()

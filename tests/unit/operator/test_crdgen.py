@@ -1,0 +1,94 @@
+"""The committed CRDs are exactly what the models generate, and carry what kubectl users rely on."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from ebb_operator import crdgen
+from tests.paths import ROOT
+
+CRDS = ROOT / "crds"
+
+
+def _load(plural: str) -> dict:
+    return yaml.safe_load((CRDS / f"ebb.dev_{plural}.yaml").read_text())
+
+
+def test_committed_crds_are_not_stale() -> None:
+    expected = crdgen.rendered()
+    on_disk = {p.name: p.read_text() for p in CRDS.glob("*.yaml")}
+    assert on_disk.keys() == expected.keys(), (
+        "crds/ holds other files than the models generate: run `make crds`"
+    )
+    for name, text in expected.items():
+        assert on_disk[name] == text, f"crds/{name} is stale: run `make crds`"
+
+
+def test_short_names_status_subresource_and_columns() -> None:
+    expected = {
+        "deleterecords": ("dr", ["Phase", "Partitions", "Deleted", "Age"]),
+        "compactionconfigs": ("cc", ["Topics", "Ready", "Age"]),
+        "retentionpolicies": ("rp", ["Topics", "Reclaimable", "Last Run", "Ready", "Age"]),
+    }
+    for plural, (short, columns) in expected.items():
+        crd = _load(plural)
+        assert crd["spec"]["group"] == "ebb.dev"
+        assert crd["spec"]["names"]["shortNames"] == [short]
+        version = crd["spec"]["versions"][0]
+        assert version["name"] == "v1alpha1"
+        assert version["subresources"] == {"status": {}}
+        assert [c["name"] for c in version["additionalPrinterColumns"]] == columns
+
+
+def _walk(node: object) -> list[dict]:
+    found = []
+    if isinstance(node, dict):
+        found.append(node)
+        for v in node.values():
+            found.extend(_walk(v))
+    elif isinstance(node, list):
+        for v in node:
+            found.extend(_walk(v))
+    return found
+
+
+def test_schemas_are_structural() -> None:
+    """The API server refuses $ref, anyOf-with-null and additionalProperties next to properties."""
+    for path in CRDS.glob("*.yaml"):
+        for node in _walk(yaml.safe_load(path.read_text())["spec"]["versions"][0]["schema"]):
+            assert "$ref" not in node and "anyOf" not in node and "title" not in node, path
+            assert not ("properties" in node and "additionalProperties" in node), path
+            if "properties" in node or "items" in node:
+                assert node.get("type") in ("object", "array"), path
+
+
+def test_immutability_and_retention_order_rules_are_in_the_crds() -> None:
+    dr_spec = _load("deleterecords")["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert {"rule": "self == oldSelf", "message": "spec is immutable: create a new DeleteRecords"} in dr_spec[
+        "x-kubernetes-validations"
+    ]
+    rp_spec = _load("retentionpolicies")["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"][
+        "spec"
+    ]
+    rules = [v["rule"] for v in rp_spec["x-kubernetes-validations"]]
+    assert any("forcedRetention" in r and ">=" in r for r in rules)
+
+
+def test_duration_pattern_in_crd_accepts_and_rejects_like_the_model() -> None:
+    spec = _load("retentionpolicies")["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"][
+        "spec"
+    ]
+    pattern = re.compile(spec["properties"]["consumedRetention"]["pattern"])
+    for good in ("90s", "15m", "1h30m", "7d", "1d12h"):
+        assert pattern.match(good)
+    for bad in ("1w", "30m1h", "-5m", "5 m", "1.5h"):
+        assert not pattern.match(bad)
+
+
+def test_committed_rbac_rules_are_not_stale() -> None:
+    from ebb_operator import rbac
+
+    path = CRDS.parent / "charts" / "ebb" / "files" / "operator-rules.yaml"
+    assert path.read_text() == rbac.rules_yaml(), f"{path} is stale: run `make crds`"
