@@ -141,7 +141,7 @@ MINUTE = 60_000
 RECORD_BYTES = 1_024
 DAYS = 7
 RUN_EVERY_MIN = 240  # the policy's schedule.interval: 4h
-SCENARIO = {
+SCENARIO: dict[str, tuple[int, dict[str, tuple[str, Any]]]] = {
     # topic: (records per minute, {group: consumer behaviour})
     "clicks": (60, {"realtime": ("lag", 2), "warehouse": ("daily", 2 * 60)}),
     "orders": (10, {"billing": ("lag", 1), "audit": ("outage", (2 * 1440, 4 * 1440))}),

@@ -20,9 +20,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from harness.ebb_broker import EbbBroker
 
 from bench.report import emit
+from harness.ebb_broker import EbbBroker
 
 RECORDS = int(os.environ.get("EBB_BENCH_RECORDS", "200000"))
 RECORD_BYTES = int(os.environ.get("EBB_BENCH_RECORD_BYTES", "100"))
@@ -76,18 +76,17 @@ def _produce_throughput(bootstrap: str, topic: str, count: int = RECORDS) -> tup
 def _produce_latency(bootstrap: str, topic: str) -> tuple[float, float]:
     p = Producer({"bootstrap.servers": bootstrap, **PRODUCER, "linger.ms": 0})
     samples: list[float] = []
-    for _ in range(LATENCY_SAMPLES):
-        done: list[float] = []
+    acked: list[float] = []  # delivery times, one per record, in order (one record in flight at a time)
+
+    def on_delivery(_err: object, _msg: object) -> None:
+        acked.append(time.perf_counter())
+
+    for i in range(LATENCY_SAMPLES):
         started = time.perf_counter()
-        p.produce(
-            topic,
-            b"y" * RECORD_BYTES,
-            partition=0,
-            on_delivery=lambda e, m, done=done: done.append(time.perf_counter()),
-        )
-        while not done:
+        p.produce(topic, b"y" * RECORD_BYTES, partition=0, on_delivery=on_delivery)
+        while len(acked) <= i:
             p.poll(0.001)
-        samples.append((done[0] - started) * 1000)
+        samples.append((acked[i] - started) * 1000)
     q = statistics.quantiles(samples, n=100)
     return q[49], q[98]
 

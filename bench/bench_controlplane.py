@@ -6,9 +6,8 @@ from __future__ import annotations
 import statistics
 import time
 
-from harness.controlplane import running_control_plane
-
 from bench.report import emit
+from harness.controlplane import running_control_plane
 
 STARTS = 5
 KUBECTL_CALLS = 20

@@ -15,16 +15,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, cast
 
 import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from harness.controlplane import ControlPlane, running_control_plane
-from harness.ebb_broker import EbbBroker
-from harness.kafka import apache_kafka, free_port, kafka_tool
 from kubernetes import client, config
 
 from bench.report import emit
+from harness.controlplane import ControlPlane, running_control_plane
+from harness.ebb_broker import EbbBroker
+from harness.kafka import apache_kafka, free_port, kafka_tool
 
 PARTITIONS = 100
 RUNS = 20
@@ -102,8 +103,11 @@ def _measure(cp: ControlPlane, bootstrap: str, label: str, work: Path) -> list[d
             started = time.monotonic()
             cp.kubectl("apply", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(body))
             while True:
-                obj = api.get_namespaced_custom_object(
-                    "ebb.dev", "v1alpha1", namespace, "deleterecords", f"run-{run}"
+                obj = cast(
+                    "dict[str, Any]",  # the client types custom objects as `object`
+                    api.get_namespaced_custom_object(
+                        "ebb.dev", "v1alpha1", namespace, "deleterecords", f"run-{run}"
+                    ),
                 )
                 phase = obj.get("status", {}).get("phase")
                 if phase in ("Succeeded", "PartiallyFailed", "Failed"):

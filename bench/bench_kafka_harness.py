@@ -11,9 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.kafka import KAFKA_VERSION, apache_kafka, kafka_tool
-
 from bench.report import emit
+from harness.kafka import KAFKA_VERSION, apache_kafka, kafka_tool
 
 RUNS = 3
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
 from harness.ebb_broker import EbbBroker
 
 TOPIC = "orders"
@@ -88,8 +89,9 @@ def consume(bootstrap: str, group: str, fraction: float) -> dict[int, int]:
     deadline = time.monotonic() + 60
     while any(position[p] < targets[p] for p in targets) and time.monotonic() < deadline:
         for msg in c.consume(1000, 0.5):
-            if not msg.error() and msg.offset() < targets[msg.partition()]:
-                position[msg.partition()] = msg.offset() + 1
+            p, offset = msg.partition(), msg.offset()
+            if not msg.error() and p is not None and offset is not None and offset < targets[p]:
+                position[p] = offset + 1
     c.commit(offsets=[TopicPartition(TOPIC, p, off) for p, off in position.items()], asynchronous=False)
     c.close()
     return position

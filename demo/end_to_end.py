@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from demo import workload
 from harness.controlplane import ControlPlane, running_control_plane
 from harness.ebb_broker import EbbBroker
 from harness.operator_process import running_operator
 from harness.spark_operator_standin import SMALL_SPARK_ENV
-
-from demo import workload
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "ebb"

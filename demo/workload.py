@@ -81,10 +81,12 @@ def consume_and_commit(
                 raise RuntimeError(f"group {position.group}: no records from {position.topic} within 5s")
             if msg.error():
                 raise RuntimeError(f"group {position.group}: {msg.error()}")
-            p = msg.partition()
+            p, offset = msg.partition(), msg.offset()
+            if p is None or offset is None:  # only error events lack them, and those were raised above
+                continue
             if done[p]:
                 continue
-            next_offset[p] = msg.offset() + 1
+            next_offset[p] = offset + 1
             if next_offset[p] >= targets[p]:
                 done[p] = True
                 consumer.pause([TopicPartition(position.topic, p)])

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from harness.ebb_broker import EbbBroker
 
+from harness.ebb_broker import EbbBroker
 from tests.compat.clients import CLIENTS, Client
 
 # Small __consumer_offsets keeps each broker start quick; the layout is the same as with 50.

@@ -7,11 +7,11 @@ import time
 
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
-from harness.ebb_broker import EbbBroker
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 from kafka.record.memory_records import MemoryRecordsBuilder
 
+from harness.ebb_broker import EbbBroker
 from tests.compat.wire import Wire
 
 

@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 
 from confluent_kafka import Producer
+
 from harness.kafka import apache_kafka
 
 

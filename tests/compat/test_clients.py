@@ -6,8 +6,8 @@ import time
 from collections.abc import Callable
 
 import pytest
-from harness.ebb_broker import EbbBroker
 
+from harness.ebb_broker import EbbBroker
 from tests.compat.clients import CLIENTS, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION, BrokerError, Client
 
 INVALID_CONFIG = 40

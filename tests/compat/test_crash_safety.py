@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
 from harness.ebb_broker import EbbBroker
 
 TOPIC = "crash"

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from harness.dump_log import DumpedRecord, DumpedSegment, dump_log, parse_dump
-from harness.kafka import kafka_tool
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from ebb_broker.config import BrokerConfig
 from ebb_broker.log import LogManager
+from harness.dump_log import DumpedRecord, DumpedSegment, dump_log, parse_dump
+from harness.kafka import kafka_tool
 
 # kafka-python's codec ids are the v2 batch attribute bits 0-2 (Kafka's CompressionType ids), and the names
 # are the ones DumpLogSegments prints.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import struct
 
-from harness.ebb_broker import EbbBroker
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.admin.topics import CreateTopicsRequest
@@ -23,6 +22,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
 
+from harness.ebb_broker import EbbBroker
 from tests.compat.clients import CLIENTS
 from tests.compat.wire import Wire
 

@@ -9,9 +9,9 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from harness.ebb_broker import EbbBroker
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
 
+from harness.ebb_broker import EbbBroker
 from tests.compat.wire import Wire
 
 

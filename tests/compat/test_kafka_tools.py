@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
 from harness.dump_log import dump_consumer_offsets, dump_log
 from harness.kafka import kafka_tool
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
 from harness.ebb_broker import EbbBroker
 
 FAST_BACKGROUND = {"log.cleaner.backoff.ms": "200", "log.retention.check.interval.ms": "300"}

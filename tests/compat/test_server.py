@@ -5,12 +5,12 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from harness.ebb_broker import EbbBroker
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.record.memory_records import MemoryRecordsBuilder
 
+from harness.ebb_broker import EbbBroker
 from tests.compat.clients import CLIENTS
 from tests.compat.wire import Wire
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from harness.controlplane import ControlPlane
 
 PROBE_CRD = Path(__file__).parent / "probe-crd.yaml"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import kubernetes
 import pytest
+
 from harness.controlplane import CommandFailed, ControlPlane
 from harness.kubeconfig import write_kubeconfig
 

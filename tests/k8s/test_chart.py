@@ -16,6 +16,7 @@ import pytest
 import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
 from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
 from harness.operator_process import running_operator

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from harness.controlplane import running_control_plane
 from harness.k8s_binaries import Binaries, BinariesMissing
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+
 from harness.controlplane import ControlPlane
 from harness.k8s_binaries import helm_version
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from harness.child_process import die_with_parent
 from harness.controlplane import ControlPlane
 

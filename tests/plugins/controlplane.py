@@ -11,6 +11,7 @@ import shutil
 from collections.abc import Iterator
 
 import pytest
+
 from harness.controlplane import ControlPlane, running_control_plane
 
 _namespaces = itertools.count(1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from harness.kafka import KafkaBroker, apache_kafka
 
 _START_TIMES = pytest.StashKey[list[float]]()

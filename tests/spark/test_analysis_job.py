@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
 from harness.kafka import KafkaBroker
 
 HOUR_MS = 3_600_000

@@ -15,12 +15,12 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from harness.ebb_broker import EbbBroker
-from harness.kafka import KafkaBroker
 from pyspark.sql import SparkSession
 
 from ebb_operator.analysis.offsets_source import latest_commits, latest_group_metadata, read_offsets_topic
 from ebb_operator.kafka import ClusterAdmin, ClusterConnection
+from harness.ebb_broker import EbbBroker
+from harness.kafka import KafkaBroker
 
 
 @pytest.fixture(scope="module")

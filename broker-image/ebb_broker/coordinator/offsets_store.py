@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
@@ -45,7 +45,7 @@ class OffsetsStore:
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.partitions)
 
-    def append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+    def append(self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]) -> None:
         """Append key/value records (value None = tombstone) for one group in one batch."""
         if not records:
             return

@@ -267,11 +267,11 @@ class Cleaner:
                 if n == header.count:
                     return raw, horizon if tombs else None
                 # partly retained: copy the surviving records' bytes, no decode/re-encode
-                keep = set(om.sorted_latest[lo:hi])
+                kept_offsets = set(om.sorted_latest[lo:hi])
                 out = splice_batch(
                     raw,
                     header,
-                    keep,
+                    kept_offsets,
                     keep_last_offset_delta=is_last or n == 0,
                     scanned=om.scanned.get(header.base_offset),
                 )

@@ -302,7 +302,7 @@ class Log:
             infos: list[BatchInfo] = []
             first = offset
             max_ts = -1
-            total = records = 0
+            total = record_count = 0
             for pos, header in headers:
                 base = offset
                 if append_time:
@@ -322,7 +322,7 @@ class Log:
                 if batch_max_ts > max_ts:
                     max_ts = batch_max_ts
                 total += header.size
-                records += header.count
+                record_count += header.count
             if pending:
                 # producer state was staged from the client's headers; give it the stamped offsets
                 self._restamp_pending(pending, headers, first)
@@ -330,7 +330,7 @@ class Log:
             self._local.append(buffers, infos)
             if pending:
                 self._producers.commit(pending)
-            self._unflushed_messages += records
+            self._unflushed_messages += record_count
             if self._unflushed_messages >= config.flush_messages:
                 self._local.flush()
                 self._unflushed_messages = 0

@@ -152,9 +152,9 @@ class LogManager:
         clean = marker.exists()
         if not clean:
             log.info("no clean-shutdown marker in %s: recovering from the recovery points", data_dir)
-        for p in data_dir.iterdir():
-            if p.is_dir() and p.name.endswith(files.DELETE_DIR_SUFFIX):
-                shutil.rmtree(p, ignore_errors=True)
+        for entry in data_dir.iterdir():
+            if entry.is_dir() and entry.name.endswith(files.DELETE_DIR_SUFFIX):
+                shutil.rmtree(entry, ignore_errors=True)
         mgr._topics = mgr._read_topics()
         try:
             recovery = read_offsets(data_dir / files.RECOVERY_POINT_CHECKPOINT)
@@ -172,9 +172,9 @@ class LogManager:
                     meta.name, p, tconf, recovery.get((meta.name, p), 0), starts.get((meta.name, p), 0), clean
                 )
         known = {files.partition_dir(data_dir, t, p).name for t, p in mgr._logs}
-        for p in data_dir.iterdir():
-            if p.is_dir() and files.parse_partition_dir(p.name) and p.name not in known:
-                log.warning("ignoring %s: not a partition of any topic in %s", p, files.TOPICS_FILE)
+        for entry in data_dir.iterdir():
+            if entry.is_dir() and files.parse_partition_dir(entry.name) and entry.name not in known:
+                log.warning("ignoring %s: not a partition of any topic in %s", entry, files.TOPICS_FILE)
         mgr.cleaner.load()
         marker.unlink(missing_ok=True)
         mgr.checkpoint()

@@ -63,7 +63,7 @@ class BatchHeader(NamedTuple):
     producer_id: int
     producer_epoch: int
     base_sequence: int
-    count: int
+    count: int  # type: ignore[assignment]  # Kafka's field name; shadows tuple.count, never called
 
     @property
     def size(self) -> int:
@@ -118,7 +118,7 @@ def crc32c(data: bytes | bytearray | memoryview) -> int:
     """CRC-32C (Castagnoli) in C; google_crc32c wants a bytes object, so views are copied once."""
     if not isinstance(data, bytes):
         data = bytes(data)
-    return google_crc32c.value(data)
+    return int(google_crc32c.value(data))
 
 
 def validate_batch(buf: bytes | memoryview, pos: int, end: int) -> BatchHeader:

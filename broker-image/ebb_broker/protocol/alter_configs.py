@@ -13,6 +13,7 @@ Version notes:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ebb_broker.protocol.alter import apply_topic_overrides
@@ -20,6 +21,12 @@ from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 
 API_KEY = 33
+
+
+
+def _replace_all(new: dict[str, str], old: dict[str, str], effective: dict[str, str]) -> dict[str, str]:
+    """AlterConfigs (legacy, not incremental) replaces the topic's whole set of overrides."""
+    return new
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -31,7 +38,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             ctx.broker,
             res.resource_type,
             res.resource_name,
-            lambda old, effective, new=new: new,
+            functools.partial(_replace_all, new),
             request.validate_only,
         )
         out.append(

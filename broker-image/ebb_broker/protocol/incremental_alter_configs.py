@@ -13,6 +13,7 @@ Version notes:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ebb_broker.log.errors import InvalidConfigError
@@ -60,7 +61,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             ctx.broker,
             res.resource_type,
             res.resource_name,
-            lambda old, effective, ops=ops: _apply(ops, old, effective),
+            functools.partial(_apply, ops),
             request.validate_only,
         )
         out.append(

@@ -20,9 +20,14 @@ _TAG_BYTES = 16
 
 
 class Slice(Protocol):
-    path: Path
-    position: int
-    length: int
+    """A byte range of a file (the engine's FetchSlice), read-only."""
+
+    @property
+    def path(self) -> Path: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def length(self) -> int: ...
 
 
 @dataclass

@@ -111,6 +111,8 @@ def read_range(
                         return
                     raise OffsetsReadError(f"reading {rng.topic}-{rng.partition}: {err}")
                 offset = m.offset()
+                if offset is None:  # only error events have no offset, and those were handled above
+                    continue
                 if offset >= rng.end:
                     return
                 yield RawRecord(rng.partition, offset, m.key(), m.value())

@@ -80,7 +80,7 @@ def plan_topic(
 
 
 @kopf.index(GROUP, VERSION, CRD.plural, id="compactionconfig_claims")
-def compactionconfig_claims(body: kopf.Body, namespace: str, name: str, **_: Any) -> dict[str, Claim]:
+def compactionconfig_claims(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[str, Claim]:
     """Every CompactionConfig's claim, kept current by kopf's watch (no listing on each reconcile)."""
     try:
         spec = CompactionConfigSpec.model_validate(dict(body.spec))
@@ -92,21 +92,23 @@ def compactionconfig_claims(body: kopf.Body, namespace: str, name: str, **_: Any
     }
 
 
-@kopf.on.create(GROUP, VERSION, CRD.plural, id="compactionconfig-create")
+# kopf hands each handler its indices as extra keyword arguments (`compactionconfig_claims`), which its
+# handler protocols do not declare: mypy cannot match these three handlers, hence the ignores.
+@kopf.on.create(GROUP, VERSION, CRD.plural, id="compactionconfig-create")  # type: ignore[arg-type]  # index kwarg
 async def compactionconfig_create(
     body: kopf.Body, compactionconfig_claims: kopf.Index[str, Claim], **_: Any
 ) -> None:
     await _reconcile(body, compactionconfig_claims)
 
 
-@kopf.on.update(GROUP, VERSION, CRD.plural, id="compactionconfig-update")
+@kopf.on.update(GROUP, VERSION, CRD.plural, id="compactionconfig-update")  # type: ignore[arg-type]  # index kwarg
 async def compactionconfig_update(
     body: kopf.Body, compactionconfig_claims: kopf.Index[str, Claim], **_: Any
 ) -> None:
     await _reconcile(body, compactionconfig_claims)
 
 
-@kopf.timer(
+@kopf.timer(  # type: ignore[arg-type]  # index kwarg
     GROUP,
     VERSION,
     CRD.plural,

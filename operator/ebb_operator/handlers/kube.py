@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
@@ -51,10 +51,13 @@ class ObjectRef:
 def patch_status(ref: ObjectRef, status: dict[str, Any]) -> dict[str, Any]:
     """Merge-patch the status subresource; lists (conditions, partitions) are replaced whole."""
     api = client.CustomObjectsApi(api_client())
-    result: dict[str, Any] = api.patch_namespaced_custom_object_status(
-        GROUP, VERSION, ref.namespace, ref.plural, ref.name, {"status": status}
+    # The kubernetes client types custom objects as `object`; the API server returns the object's JSON.
+    return cast(
+        "dict[str, Any]",
+        api.patch_namespaced_custom_object_status(
+            GROUP, VERSION, ref.namespace, ref.plural, ref.name, {"status": status}
+        ),
     )
-    return result
 
 
 def read_secret(namespace: str, name: str) -> dict[str, str]:

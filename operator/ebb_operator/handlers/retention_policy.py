@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import kopf
 from kubernetes import client
@@ -120,11 +120,18 @@ def owned_by(policy: _Policy) -> dict[str, Any]:
     }
 
 
+def _get_object(group: str, version: str, namespace: str, plural: str, name: str) -> dict[str, Any]:
+    # The kubernetes client types custom objects as `object`; the API server returns the object's JSON.
+    obj = _custom().get_namespaced_custom_object(group, version, namespace, plural, name)
+    return cast("dict[str, Any]", obj)
+
+
 def _policy_objects(policy: _Policy, group: str, version: str, plural: str) -> list[dict[str, Any]]:
     """This policy's objects of one kind, oldest first (selected by the label the creator sets)."""
-    items: list[dict[str, Any]] = _custom().list_namespaced_custom_object(
+    listed = _custom().list_namespaced_custom_object(
         group, version, policy.namespace, plural, label_selector=f"{POLICY_LABEL}={policy.name[:63]}"
-    )["items"]
+    )
+    items = cast("list[dict[str, Any]]", cast("dict[str, Any]", listed)["items"])
     return sorted(items, key=lambda o: (o["metadata"]["creationTimestamp"], o["metadata"]["name"]))
 
 
@@ -327,8 +334,8 @@ async def _run_spark_application(policy: _Policy, run_id: str, spec: RetentionPo
             ) from exc
     seen = None
     while True:
-        obj = await asyncio.to_thread(
-            _custom().get_namespaced_custom_object,
+        obj: dict[str, Any] = await asyncio.to_thread(
+            _get_object,
             SPARK_GROUP,
             SPARK_VERSION,
             policy.namespace,
@@ -371,9 +378,7 @@ async def _run_spark_application(policy: _Policy, run_id: str, spec: RetentionPo
 async def _follow_delete(policy: _Policy, name: str) -> DeleteRecordsStatus:
     """Wait for the run's DeleteRecords (executed by handlers/delete_records.py) to finish."""
     while True:
-        obj = await asyncio.to_thread(
-            _custom().get_namespaced_custom_object, GROUP, VERSION, policy.namespace, DR_CRD.plural, name
-        )
+        obj = await asyncio.to_thread(_get_object, GROUP, VERSION, policy.namespace, DR_CRD.plural, name)
         status = DeleteRecordsStatus.model_validate(dict(obj.get("status") or {}))
         if status.phase in TERMINAL_PHASES:
             return status
@@ -532,7 +537,7 @@ async def retentionpolicy_runner(body: kopf.Body, stopped: kopf.DaemonStopped, *
 
 
 @kopf.on.delete(GROUP, VERSION, CRD.plural, id="retentionpolicy-forget", optional=True)
-def retentionpolicy_forget(namespace: str, name: str, **_: Any) -> None:
+def retentionpolicy_forget(namespace: str | None, name: str, **_: Any) -> None:
     """Drop the policy's metric series (its owned objects go with it through ownerReferences)."""
     for gauge in (metrics.POLICY_RECLAIMABLE_BYTES, metrics.POLICY_HELD_PARTITIONS):
         with contextlib.suppress(KeyError):

@@ -56,7 +56,8 @@ class ClusterConnection:
                 )
         return cls(servers, props)
 
-    def librdkafka_config(self) -> dict[str, str]:
+    def librdkafka_config(self) -> dict[str, str | int | float | bool]:
+        """Typed as librdkafka's Python binding takes it (values of any scalar type)."""
         return {"bootstrap.servers": self.bootstrap_servers, **self.properties}
 
     def kafka_python_config(self) -> dict[str, str]:

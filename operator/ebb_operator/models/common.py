@@ -7,12 +7,14 @@ parses with either. Specs forbid unknown fields so a misspelt key is an error, n
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
+from pydantic.config import JsonValue
 
 GROUP = "ebb.dev"
 VERSION = "v1alpha1"
@@ -93,9 +95,10 @@ class Model(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-def validated(*rules: dict[str, str]) -> ConfigDict:
+def validated(*rules: Mapping[str, str]) -> ConfigDict:
     """A Model config whose schema carries CEL rules (x-kubernetes-validations) the API server enforces."""
-    return ConfigDict(**Model.model_config, json_schema_extra={"x-kubernetes-validations": list(rules)})
+    rule_list: list[JsonValue] = [dict(rule) for rule in rules]
+    return ConfigDict(**Model.model_config, json_schema_extra={"x-kubernetes-validations": rule_list})
 
 
 class SecretRef(Model):

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
 from harness.controlplane import ControlPlane
 from harness.kafka import KafkaBroker
 

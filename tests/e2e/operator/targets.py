@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from harness.ebb_broker import EbbBroker
 from harness.kafka import KafkaBroker
 

@@ -8,9 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.kafka import kafka_tool
-
 from ebb_operator.kafka import EARLIEST, ClusterAdmin, ClusterConnection, TopicPartition
+from harness.kafka import kafka_tool
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, produce, unique
 
 

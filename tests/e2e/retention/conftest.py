@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from ebb_operator import rbac
 from harness.controlplane import ControlPlane
 from harness.operator_process import OperatorProcess, running_operator
 from harness.spark_operator_standin import CRD_PATH, SMALL_SPARK_ENV
-
-from ebb_operator import rbac
 from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
 
 REPO = Path(__file__).resolve().parents[3]

@@ -20,9 +20,9 @@ import yaml
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
+
 from harness.controlplane import ControlPlane
 from harness.operator_process import OperatorProcess
-
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, unique
 
 OLD, FRESH = 30, 10

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import yaml
 from confluent_kafka import Producer
+
 from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
 from harness.operator_process import OperatorProcess
 from harness.spark_operator_standin import SMALL_SPARK_ENV, spark_operator_standin
-
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, unique
 
 HOUR_MS = 3_600_000

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from harness.controlplane import ControlPlane
-from harness.kafka import free_port
 
 from ebb_operator import rbac
+from harness.controlplane import ControlPlane
+from harness.kafka import free_port
 from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
 from tests.k8s.operator.operator_k8s import Objects, OperatorProcess
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from harness.dump_log import DumpLogParseError, parse_dump
 
 # Lines in the shape Apache Kafka 4.3's DumpLogSegments prints with --deep-iteration --print-data-log.
