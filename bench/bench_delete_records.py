@@ -25,7 +25,8 @@ from kubernetes import client, config
 from bench.report import emit
 from harness.controlplane import ControlPlane, running_control_plane
 from harness.ebb_broker import EbbBroker
-from harness.kafka import apache_kafka, free_port, kafka_tool
+from harness.kafka import apache_kafka, kafka_tool
+from harness.ports import free_port
 
 PARTITIONS = 100
 RUNS = 20

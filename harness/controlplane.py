@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from harness.child_process import die_with_parent
 from harness.k8s_binaries import Binaries
 from harness.k8s_pki import Pki, make_pki
 from harness.kubeconfig import write_kubeconfig
+from harness.ports import free_ports
 
 ADMIN_USER = "ebb-admin"
 ADMIN_GROUP = "system:masters"
@@ -92,15 +92,6 @@ class _Process:
                     os.killpg(self.popen.pid, signal.SIGKILL)
                 self.popen.wait()
         self._log.close()
-
-
-def _free_ports(count: int) -> list[int]:
-    """Distinct free TCP ports on 127.0.0.1 (all held open together, so they differ from each other)."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
 
 
 def _wait_for(what: str, process: _Process, ready: Callable[[], bool], timeout: float) -> None:
@@ -247,7 +238,7 @@ class ControlPlane:
 
 
 def _start_etcd(binaries: Binaries, workdir: Path) -> tuple[_Process, str]:
-    client_port, peer_port = _free_ports(2)
+    client_port, peer_port = free_ports(2)
     url, peer = f"http://127.0.0.1:{client_port}", f"http://127.0.0.1:{peer_port}"
     process = _Process(
         "etcd",
@@ -270,7 +261,7 @@ def _start_etcd(binaries: Binaries, workdir: Path) -> tuple[_Process, str]:
 
 
 def _start_apiserver(binaries: Binaries, workdir: Path, pki: Pki, etcd_url: str) -> tuple[_Process, str]:
-    (port,) = _free_ports(1)
+    (port,) = free_ports(1)
     server = f"https://127.0.0.1:{port}"
     process = _Process(
         "kube-apiserver",

@@ -15,8 +15,11 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from types import TracebackType
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from harness.child_process import die_with_parent
 
@@ -156,6 +159,23 @@ class EbbBroker:
                 if time.monotonic() > deadline:
                     raise
                 self.port = 0
+
+    def metric(self, name: str, **labels: str) -> float:
+        """One sample of the broker's Prometheus metrics (0.0 when the series does not exist yet).
+
+        Needs `metrics_port`. Tests use it to prove background work ran (a retention pass, a cleaner
+        check) before asserting what that work did or did not do.
+        """
+        if self.metrics_port is None:
+            raise RuntimeError("this broker was started without metrics_port")
+        url = f"http://{self.host}:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            text = response.read().decode()
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                    return float(sample.value)
+        return 0.0
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

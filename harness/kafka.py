@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.child_process import die_with_parent
+from harness.ports import free_port
 
 HARNESS = Path(__file__).parent / "kafka"
 POM = HARNESS / "pom.xml"
@@ -118,13 +119,6 @@ def kafka_tool(
             f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
         )
     return proc
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port the kernel just handed out on `host` (closed again, so a server can bind it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def random_cluster_id() -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.child_process import die_with_parent
+from harness.ports import free_port
 
 _START_TIMEOUT = 60.0
 
@@ -37,12 +37,6 @@ class OperatorProcess:
 
     def log_tail(self, chars: int = 3000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _live(port: int) -> bool:
@@ -67,7 +61,7 @@ def running_operator(
     env = dict(env)
     if resync_seconds is not None:
         env["EBB_RESYNC_SECONDS"] = str(resync_seconds)
-    metrics_port, liveness_port = _free_port(), _free_port()
+    metrics_port, liveness_port = free_port(), free_port()
     argv = [
         sys.executable, "-m", "ebb_operator",
         "--default-bootstrap-servers", default_bootstrap_servers,

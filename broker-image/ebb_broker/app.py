@@ -115,6 +115,7 @@ async def run(options: BrokerOptions) -> None:
 
     def cleaner() -> None:
         report = logs.run_cleaner()
+        metrics.cleaner_checks.inc()
         if report is not None:
             metrics.record_cleaner(report)
 

@@ -53,6 +53,12 @@ class BrokerMetrics:
             registry=r,
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
         )
+        self.retention_passes = Counter(
+            "ebb_retention_passes", "Retention passes completed (every rule checked on every log)", registry=r
+        )
+        self.cleaner_checks = Counter(
+            "ebb_cleaner_checks", "Cleaner passes that looked for a log to clean, cleaned or not", registry=r
+        )
         self.cleaner_runs = Counter("ebb_cleaner_runs", "Log cleaner passes that cleaned a log", registry=r)
         self.cleaner_bytes_reclaimed = Counter(
             "ebb_cleaner_bytes_reclaimed", "Bytes freed by the log cleaner", registry=r
@@ -87,6 +93,7 @@ class BrokerMetrics:
             for reason, segments in result.by_reason.items():
                 self.retention_segments_deleted.labels(reason).inc(segments)
         self.retention_bytes_deleted.inc(report.bytes_deleted)
+        self.retention_passes.inc()
 
     def record_cleaner(self, report: Any) -> None:
         self.cleaner_runs.inc()

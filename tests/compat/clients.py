@@ -16,6 +16,8 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from harness.bounded import close_within
+
 T = TypeVar("T")
 
 OFFSET_OUT_OF_RANGE = 1
@@ -199,7 +201,7 @@ class ConfluentClient:
                 )
             return out
         finally:
-            c.close()
+            close_within(c)
 
     def fetch_at(self, topic: str, partition: int, offset: int) -> list[Rec]:
         from confluent_kafka import TopicPartition
@@ -220,7 +222,7 @@ class ConfluentClient:
                 return [Rec(msg.partition(), msg.offset(), msg.key(), msg.value())]
             return []
         finally:
-            c.close()
+            close_within(c)
 
     def delete_records(self, topic: str, partition: int, offset: int) -> int:
         from confluent_kafka import KafkaException, TopicPartition
@@ -255,7 +257,7 @@ class ConfluentClient:
         try:
             c.commit(offsets=[TopicPartition(topic, partition, offset)], asynchronous=False)
         finally:
-            c.close()
+            close_within(c)
 
     def committed(self, group: str, topic: str, partition: int) -> int | None:
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
@@ -310,7 +312,7 @@ class _ConfluentMember:
         return {tp.partition for tp in self.c.assignment()}
 
     def close(self) -> None:
-        self.c.close()
+        close_within(self.c)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.ebb_broker import EbbBroker
+from harness.ports import free_port
 from tests.compat.clients import CLIENTS, Client
 
 # Small __consumer_offsets keeps each broker start quick; the layout is the same as with 50.
@@ -34,7 +35,12 @@ def broker_factory(tmp_path: Path) -> Iterator[Callable[..., EbbBroker]]:
     started: list[EbbBroker] = []
 
     def make(configs: dict[str, str] | None = None, name: str = "data") -> EbbBroker:
-        b = EbbBroker(tmp_path / name, configs={**FAST_BROKER, **(configs or {})}, log_dir=tmp_path)
+        b = EbbBroker(
+            tmp_path / name,
+            configs={**FAST_BROKER, **(configs or {})},
+            metrics_port=free_port(),
+            log_dir=tmp_path,
+        )
         b.start()
         started.append(b)
         return b

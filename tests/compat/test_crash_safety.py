@@ -9,6 +9,7 @@ from collections.abc import Callable
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from harness.bounded import close_within
 from harness.ebb_broker import EbbBroker
 
 TOPIC = "crash"
@@ -75,7 +76,7 @@ def _read_all(broker: EbbBroker) -> list[int]:
         assert len(out) == high, f"read {len(out)} of {high} records"
         return out
     finally:
-        c.close()
+        close_within(c)
 
 
 def test_kill_9_loses_no_acknowledged_record(broker_factory: Callable[..., EbbBroker]) -> None:

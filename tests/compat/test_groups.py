@@ -11,6 +11,7 @@ from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupTopicPart
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
 
+from harness.bounded import close_within
 from harness.ebb_broker import EbbBroker
 from tests.compat.wire import Wire
 
@@ -26,7 +27,7 @@ def _commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> 
     try:
         c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
     finally:
-        c.close()
+        close_within(c)
 
 
 def _committed(admin: AdminClient, group: str, topic: str, partitions: int) -> dict[int, int]:
@@ -55,7 +56,7 @@ def test_list_describe_and_delete_groups(broker: EbbBroker, topic: str) -> None:
             admin.delete_consumer_groups([group])[group].result(30)
         member.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=False)
     finally:
-        member.close()
+        close_within(member)
     assert _committed(admin, group, topic, 1) == {0: 3}
     admin.delete_consumer_groups([group])[group].result(30)
     assert group not in {g.group_id for g in admin.list_consumer_groups().result(30).valid}
@@ -105,15 +106,8 @@ def test_offset_fetch_v8_answers_several_groups_at_once(broker: EbbBroker, topic
 def test_metrics_endpoint_reports_requests_and_low_watermarks(
     broker_factory: Callable[..., EbbBroker],
 ) -> None:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     b = broker_factory()
-    b.stop()
-    b.metrics_port = port
-    b.start()
+    port = b.metrics_port
     admin = _admin(b.bootstrap, "m", partitions=1)
     from confluent_kafka import Producer
 
@@ -186,7 +180,7 @@ def test_a_member_that_dies_is_expired_after_its_session_timeout(broker: EbbBrok
         assert time.monotonic() - killed_at >= 5, "expired before its 6 s session timeout"
     finally:
         doomed.kill()
-        survivor.close()
+        close_within(survivor)
 
 
 def test_static_member_keeps_its_assignment_across_a_restart(broker: EbbBroker, topic: str) -> None:
@@ -215,12 +209,12 @@ def test_static_member_keeps_its_assignment_across_a_restart(broker: EbbBroker, 
     before = {tp.partition for tp in b.assignment()}
     generation = admin.describe_consumer_groups([group])[group].result(30)
     assert {m.group_instance_id for m in generation.members} == {"a", "b"}
-    b.close()  # a static member's close sends no LeaveGroup (KIP-345)
+    close_within(b)  # a static member's close sends no LeaveGroup (KIP-345)
     b = static("b")
     end = time.monotonic() + 30
     while not b.assignment() and time.monotonic() < end:
         a.poll(0.1)
         b.poll(0.1)
     assert {tp.partition for tp in b.assignment()} == before
-    a.close()
-    b.close()
+    close_within(a)
+    close_within(b)

@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from harness.bounded import close_within
 from harness.dump_log import dump_consumer_offsets, dump_log
 from harness.kafka import kafka_tool
 
@@ -90,7 +91,7 @@ def _watermarks(target: Target, topic: str, partition: int) -> tuple[int, int]:
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
         return int(low), int(high)
     finally:
-        consumer.close()
+        close_within(consumer)
 
 
 def test_console_producer_and_consumer_round_trip_then_group_lag(target: Target) -> None:
@@ -295,7 +296,7 @@ def test_dump_log_reads_topic_segments_and_consumer_offsets(target: Target, topi
     try:
         consumer.commit(offsets=[TopicPartition(topic, 0, 4)], asynchronous=False)
     finally:
-        consumer.close()
+        close_within(consumer)
 
     segments = dump_log(sorted((target.data_dir / f"{topic}-0").glob("*.log")))
     records = [(r.offset, r.key, r.value, r.timestamp) for s in segments for r in s.records]
@@ -340,7 +341,7 @@ def test_consumer_groups_describe_members_and_group_metadata_on_disk(target: Tar
             "--describe", "--members", "--group", group,
         )  # fmt: skip
     finally:
-        consumer.close()
+        close_within(consumer)
     (row,) = _table(out.stdout)
     assert (row["GROUP"], row["CLIENT-ID"], row["#PARTITIONS"]) == (group, client_id, "2")
     assert row["CONSUMER-ID"].startswith(client_id)

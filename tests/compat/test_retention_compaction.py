@@ -8,6 +8,7 @@ from collections.abc import Callable
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from harness.bounded import close_within
 from harness.ebb_broker import EbbBroker
 
 FAST_BACKGROUND = {"log.cleaner.backoff.ms": "200", "log.retention.check.interval.ms": "300"}
@@ -46,7 +47,7 @@ def _read(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, bytes | N
                 out.append((msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ())))
         return out
     finally:
-        c.close()
+        close_within(c)
 
 
 def _wait(cond: Callable[[], bool], timeout: float = 30) -> None:
@@ -85,6 +86,9 @@ def test_compacted_topic_keeps_latest_value_per_key_and_explicit_tombstones(
         return len(keys) == len(set(keys))
 
     _wait(compacted)
+    # The cleaner has looked at every log at least twice since: "young" was a candidate and was left alone.
+    checks = b.metric("ebb_cleaner_checks_total")
+    _wait(lambda: b.metric("ebb_cleaner_checks_total") >= checks + 2)
     latest = {r[1]: r for r in _read(b.bootstrap, "compacted")}
     assert latest[b"k0"][2] == b"v3"
     # The explicit tombstone keeps its payload until delete.retention.ms after cleaning.
@@ -109,16 +113,20 @@ def test_consumed_retention_deletes_consumed_segments_and_keeps_the_rest(
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     low_before = _earliest(admin, "consumed")
     assert low_before == 0
-    time.sleep(1.5)  # the records are now older than retention.commitoffset.ms...
-    time.sleep(1.0)  # ...and several retention passes ran: nobody committed, nothing is deleted
+    time.sleep(0.6)  # age the records past retention.commitoffset.ms (500 ms)
+    passes = b.metric("ebb_retention_passes_total")
+    _wait(lambda: b.metric("ebb_retention_passes_total") >= passes + 2)
+    # Two retention passes saw consumed-old records that no group has committed: nothing may go.
     assert _earliest(admin, "consumed") == 0
+    assert b.metric("ebb_retention_segments_deleted_total", rule="consumed") == 0
 
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "reader", "enable.auto.commit": False})
     c.commit(offsets=[TopicPartition("consumed", 0, 15)], asynchronous=False)
-    c.close()
+    close_within(c)
     _wait(lambda: _earliest(admin, "consumed") > 0)
     low = _earliest(admin, "consumed")
     assert 0 < low <= 15, "only segments wholly below the committed offset may go"
+    assert b.metric("ebb_retention_segments_deleted_total", rule="consumed") > 0
     kept = _read(b.bootstrap, "consumed")
     assert [r[0] for r in kept] == list(range(low, 30))
 

@@ -18,6 +18,7 @@ import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from harness.bounded import close_within
 from harness.kafka import KafkaBroker
 
 HOUR_MS = 3_600_000
@@ -52,7 +53,7 @@ def test_job_plans_from_real_commits_and_record_times(
         try:
             c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
         finally:
-            c.close()
+            close_within(c)
 
     commit(f"app-{tag}", {(topic, 0): 15, (topic, 1): 8, (compact, 0): 1})
     commit(f"slow-{tag}", {(topic, 0): 5, (topic, 1): 12})

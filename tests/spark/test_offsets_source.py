@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 
 from ebb_operator.analysis.offsets_source import latest_commits, latest_group_metadata, read_offsets_topic
 from ebb_operator.kafka import ClusterAdmin, ClusterConnection
+from harness.bounded import close_within
 from harness.ebb_broker import EbbBroker
 from harness.kafka import KafkaBroker
 
@@ -65,7 +66,7 @@ def commit(conn: ClusterConnection, group: str, offsets: dict[tuple[str, int], i
     try:
         c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
     finally:
-        c.close()
+        close_within(c)
 
 
 def coordinator_view(
@@ -131,7 +132,7 @@ def test_group_metadata_shows_members_and_subscriptions(
         live = latest_group_metadata(read_offsets_topic(spark, conn)).filter(f"group = '{group}'").collect()
         assert [(r.protocol_type, r.members, r.subscribed_topics) for r in live] == [("consumer", 1, [topic])]
     finally:
-        consumer.close()
+        close_within(consumer)
     # After the member leaves, the coordinator stores the group with no members.
     deadline = time.monotonic() + 30
     while True:
@@ -158,7 +159,7 @@ def test_aborted_transactional_commit_is_not_a_commit(
         )
         producer.abort_transaction(30)
     finally:
-        probe.close()
+        close_within(probe)
     rows = latest_commits(read_offsets_topic(spark, conn)).filter(f"group = '{group}'").collect()
     assert [(r.partition, r.committed_offset) for r in rows] == [(0, 4)]
     assert coordinator_view(conn, [group], topic) == {(group, topic, 0, 4)}

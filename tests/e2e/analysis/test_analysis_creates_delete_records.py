@@ -20,6 +20,7 @@ import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from harness.bounded import close_within
 from harness.controlplane import ControlPlane
 from harness.kafka import KafkaBroker
 
@@ -53,7 +54,7 @@ def test_job_creates_one_delete_records_owned_by_the_policy(
     assert producer.flush(30) == 0
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
     c.commit(offsets=[TopicPartition(topic, 0, 6), TopicPartition(topic, 1, 0)], asynchronous=False)
-    c.close()
+    close_within(c)
 
     policy = {
         "apiVersion": "ebb.dev/v1alpha1",

@@ -9,6 +9,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from harness.bounded import close_within
+
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
@@ -34,7 +36,7 @@ def commit(bootstrap: str, group: str, offsets: Iterable[tuple[str, int, int]]) 
     try:
         consumer.commit(offsets=[CkTopicPartition(t, p, o) for t, p, o in offsets], asynchronous=False)
     finally:
-        consumer.close()
+        close_within(consumer)
 
 
 def log_start(bootstrap: str, topic: str, partition: int) -> int:
@@ -43,4 +45,4 @@ def log_start(bootstrap: str, topic: str, partition: int) -> int:
         low, _ = consumer.get_watermark_offsets(CkTopicPartition(topic, partition), timeout=10)
         return int(low)
     finally:
-        consumer.close()
+        close_within(consumer)

@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
+from harness.bounded import close_within
 from harness.controlplane import ControlPlane
 from harness.operator_process import OperatorProcess
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, unique
@@ -113,7 +114,7 @@ def _read_rest(bootstrap: str, group: str, topic: str) -> dict[int, list[int]]:
                 continue
             got[msg.partition()].append(msg.offset())
     finally:
-        consumer.close()
+        close_within(consumer)
     return got
 
 

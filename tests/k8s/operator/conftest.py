@@ -15,7 +15,7 @@ import yaml
 
 from ebb_operator import rbac
 from harness.controlplane import ControlPlane
-from harness.kafka import free_port
+from harness.ports import free_port
 from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
 from tests.k8s.operator.operator_k8s import Objects, OperatorProcess
 

@@ -86,7 +86,10 @@ def test_second_config_on_the_same_topic_reports_conflict(
         "state": "Conflict",
         "message": f"Managed by {objects.namespace}/first",
     }
-    time.sleep(3)  # a resync passes: the winner's setting stays
+    # Both objects resync (their lastSync moves on) and the winner's setting stays.
+    for name in ("first", "second"):
+        synced = objects.get("compactionconfigs", name)["status"]["lastSync"]
+        objects.wait("compactionconfigs", name, lambda o, s=synced: o["status"]["lastSync"] != s)
     assert _configs(kafka_bootstrap, topic)["min.compaction.lag.ms"] == "60000"
 
 

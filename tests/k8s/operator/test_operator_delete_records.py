@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from harness.kafka import free_port
+from harness.ports import free_port
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, produce, unique
 from tests.k8s.operator.operator_k8s import Objects, OperatorProcess, ready
 

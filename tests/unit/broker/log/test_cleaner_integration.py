@@ -73,7 +73,8 @@ def test_compact_and_delete_topic(manager, clock: Clock) -> None:  # type: ignor
     )
     lg = mgr.get_log("t", 0)
     _write(lg, 5, 4, clock.now)  # segments [0,5) [5,10) [10,15) and the active [15,20)
-    assert mgr.run_cleaner() is not None
+    report = mgr.run_cleaner()
+    assert report is not None and (report.topic, report.first_dirty, report.end_offset) == ("t", 0, 15)
     assert [o for o, _k, _v in read_all(lg)] == list(range(10, 20))  # the active segment is never cleaned
     clock.advance(100_001)
     lg.append(batch(b"late", key=b"k9", ts=clock.now))
@@ -93,7 +94,8 @@ def test_tombstone_lifecycle_and_idle_partition(manager, clock: Clock) -> None: 
     lg.append(batch(None, key=b"k1", ts=clock.now))
     for k in range(4):
         lg.append(batch(b"other", key=b"o%d" % k, ts=clock.now))
-    assert mgr.run_cleaner() is not None
+    first = mgr.run_cleaner()
+    assert first is not None and first.reason == "dirty-ratio" and first.stats.records_read > 0
     stamped = [
         h for s in lg.segments() for _p, h in iter_headers(s.log_path.read_bytes()) if h.has_delete_horizon
     ]
@@ -114,7 +116,7 @@ def test_cleaner_checkpoint_persists(manager, clock: Clock, tmp_path) -> None:  
     mgr.create_topic("t", 1, {"cleanup.policy": "compact", "segment.bytes": str(ONE * 4)})
     _write(mgr.get_log("t", 0), 2, 5, clock.now)
     report = mgr.run_cleaner()
-    assert report is not None
+    assert report is not None and report.end_offset > 0
     assert read_offsets(tmp_path / "data" / "cleaner-offset-checkpoint") == {("t", 0): report.end_offset}
     mgr.close()
     again = manager()
