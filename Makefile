@@ -14,7 +14,7 @@ export EBB_CACHE
 TEST_PREREQS :=
 include $(sort $(wildcard mk/*.mk))
 
-.PHONY: help venv test test-fast lint demo bench clean
+.PHONY: help venv test test-fast lint demo bench docs clean
 
 help:
 	@echo "make demo   - run the most complete real demonstration (sets itself up)"
@@ -47,6 +47,10 @@ test: venv lint $(TEST_PREREQS)
 
 bench: venv
 	$(PY) -m bench $(BENCH)
+
+# Docs generated from the code (a unit test fails when a committed copy is stale).
+docs: venv
+	$(PY) -m tools.broker_internals
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache bench/results/*.json

@@ -34,7 +34,8 @@ def _batch(record_bytes: int, batch_bytes: int, keys: list[int] | None = None) -
 
 
 def bench_append(tmp: Path, record_bytes: int, batch_bytes: int) -> dict[str, Any]:
-    mgr = LogManager.open(tmp / f"append-{record_bytes}-{batch_bytes}", BrokerConfig.parse({}))
+    config = BrokerConfig.parse({}).log_manager_config()
+    mgr = LogManager.open(tmp / f"append-{record_bytes}-{batch_bytes}", config)
     mgr.create_topic("bench", 1, {"segment.bytes": str(128 * 1024 * 1024), "max.message.bytes": str(2 << 20)})
     lg = mgr.get_log("bench", 0)
     raw = _batch(record_bytes, batch_bytes)
@@ -85,7 +86,7 @@ def bench_read(lg: Any) -> dict[str, Any]:
 
 def bench_cleaner(tmp: Path, shuffled: bool) -> dict[str, Any]:
     """Sequential keys (each batch all-old or all-new) or shuffled keys (every batch partly retained)."""
-    mgr = LogManager.open(tmp / "clean", BrokerConfig.parse({}))
+    mgr = LogManager.open(tmp / "clean", BrokerConfig.parse({}).log_manager_config())
     mgr.create_topic("c", 1, {"cleanup.policy": "compact", "segment.bytes": str(32 * 1024 * 1024)})
     lg = mgr.get_log("c", 0)
     nkeys = CLEAN_RECORDS // 10

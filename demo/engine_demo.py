@@ -41,7 +41,7 @@ def show_partitions(mgr: LogManager) -> None:
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ebb-demo-") as tmp:
         data_dir = Path(tmp) / "data"
-        config = BrokerConfig.parse({"log.segment.delete.delay.ms": str(DELAY_MS)})
+        config = BrokerConfig.parse({"log.segment.delete.delay.ms": str(DELAY_MS)}).log_manager_config()
         say(f"opening a LogManager on {data_dir} (Kafka's on-disk layout)")
         mgr = LogManager.open(data_dir, config)
         say(f"creating topic {TOPIC!r}: 2 partitions, segment.bytes=64 KiB")

@@ -1,9 +1,11 @@
 """Assembles one broker: log engine, group coordinator, Kafka server, metrics, background work.
 
-Start order matters for KIP-68: the engine is opened with a committed-offset provider that
-answers "unknown" (None, so retention skips consumed-retention decisions) until the coordinator
-has replayed `__consumer_offsets`. Shutdown closes the server first so no request races the
-engine's final flush, checkpoints and clean-shutdown marker.
+Who owns what: the event loop owns the group coordinator's state. Maintenance (retention, the cleaner,
+checkpoints) and fsyncs run in worker threads and never read that state: each retention pass gets an
+immutable snapshot of the minimum committed offsets (KIP-68), taken on the loop just before it starts.
+Until the coordinator has replayed `__consumer_offsets` the snapshot says "unknown" and retention skips
+consumed-retention decisions. Shutdown closes the server first so no request races the engine's final
+flush, checkpoints and clean-shutdown marker.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 import logging
 import signal
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,17 +44,6 @@ class BrokerOptions:
     configs: dict[str, str] | None = None
 
 
-class _DeferredOffsets:
-    """The engine's CommittedOffsetProvider until (and after) the coordinator is ready."""
-
-    def __init__(self) -> None:
-        self.coordinator: GroupCoordinator | None = None
-
-    def committed_offsets(self, topic: str, partition: int) -> dict[str, int] | None:
-        c = self.coordinator
-        return None if c is None else c.committed_offsets(topic, partition)
-
-
 def _cluster_id(data_dir: Path) -> str:
     """A stable cluster id kept in meta.properties, as Kafka keeps its own."""
     path = data_dir / CLUSTER_ID_FILE
@@ -64,12 +56,12 @@ def _cluster_id(data_dir: Path) -> str:
     return cid
 
 
-async def _every(interval_ms: int, name: str, work: object) -> None:
-    """Run `work` in a worker thread every interval; a failure is logged, never fatal."""
+async def _every(interval_ms: int, name: str, work: Callable[[], Awaitable[None]]) -> None:
+    """Await `work` every interval; a failure is logged, never fatal."""
     while True:
         await asyncio.sleep(interval_ms / 1000)
         try:
-            await asyncio.to_thread(work)  # type: ignore[arg-type]
+            await work()
         except Exception:
             log.exception("%s failed", name)
 
@@ -78,11 +70,9 @@ async def run(options: BrokerOptions) -> None:
     options.data_dir.mkdir(parents=True, exist_ok=True)
     config = BrokerConfig.parse(options.configs or {})
     metrics = BrokerMetrics()
-    provider = _DeferredOffsets()
-    logs = LogManager.open(options.data_dir, config, committed_offsets=provider)
+    logs = LogManager.open(options.data_dir, config.log_manager_config())
     groups = GroupCoordinator(OffsetsStore(logs, config.offsets_topic_num_partitions))
     groups.load()
-    provider.coordinator = groups
     identity = BrokerIdentity(
         options.broker_id,
         options.advertised_host or options.host,
@@ -109,21 +99,25 @@ async def run(options: BrokerOptions) -> None:
         metrics.serve(options.host, options.metrics_port)
     groups.start()
 
-    def retention() -> None:
-        report = logs.run_retention()
+    async def retention() -> None:
+        snapshot = groups.committed_snapshot()  # on the loop, which owns the coordinator's state
+        report = await asyncio.to_thread(logs.run_retention, snapshot)
         metrics.record_retention(report)
 
-    def cleaner() -> None:
-        report = logs.run_cleaner()
+    async def cleaner() -> None:
+        report = await asyncio.to_thread(logs.run_cleaner)
         metrics.cleaner_checks.inc()
         if report is not None:
             metrics.record_cleaner(report)
+
+    async def checkpoint() -> None:
+        await asyncio.to_thread(logs.checkpoint)
 
     tasks = [
         asyncio.create_task(_every(config.log_retention_check_interval_ms, "retention", retention)),
         asyncio.create_task(_every(max(config.log_cleaner_backoff_ms, 100), "cleaner", cleaner)),
         asyncio.create_task(
-            _every(config.log_flush_offset_checkpoint_interval_ms or 60_000, "checkpoint", logs.checkpoint)
+            _every(config.log_flush_offset_checkpoint_interval_ms or 60_000, "checkpoint", checkpoint)
         ),
     ]
     stop = asyncio.Event()

@@ -65,7 +65,8 @@ def _records(segments: Sequence[DumpedSegment]) -> list[DumpedRecord]:
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[LogManager]:
-    manager = LogManager.open(tmp_path / "data", BrokerConfig.parse({"log.segment.delete.delay.ms": "0"}))
+    config = BrokerConfig.parse({"log.segment.delete.delay.ms": "0"}).log_manager_config()
+    manager = LogManager.open(tmp_path / "data", config)
     try:
         yield manager
     finally:

@@ -3,7 +3,7 @@
 It follows Kafka's classic `GroupCoordinator` (KIP-394 MEMBER_ID_REQUIRED, KIP-345 static
 membership for member ids keyed by group.instance.id) on one event loop, so no locks are needed.
 Offsets and group metadata are written to `__consumer_offsets` before they are acknowledged, and
-replayed from it on start. It is also the engine's KIP-68 `CommittedOffsetProvider`.
+replayed from it on start. It also hands the engine its KIP-68 input (`committed_snapshot`).
 Error codes are Kafka's numbers from kafka-python's error table.
 """
 
@@ -28,6 +28,7 @@ from ebb_broker.coordinator.offsets_records import (
     decode_key,
 )
 from ebb_broker.coordinator.offsets_store import OffsetsStore
+from ebb_broker.log import CommittedOffsets
 
 log = logging.getLogger(__name__)
 
@@ -114,18 +115,20 @@ class GroupCoordinator:
             except asyncio.CancelledError:
                 pass
 
-    # ---- KIP-68 provider -------------------------------------------------------------------
+    # ---- KIP-68 input ----------------------------------------------------------------------
 
-    def committed_offsets(self, topic: str, partition: int) -> dict[str, int] | None:
-        """Group -> committed offset on this partition; None until the offsets are loaded."""
+    def committed_snapshot(self) -> CommittedOffsets:
+        """The minimum committed offset of every partition over every group, frozen for the retention
+        pass (which runs off the event loop); unknown until __consumer_offsets is loaded. Call it on the
+        event loop, which owns this state."""
         if not self.loaded:
-            return None
-        out: dict[str, int] = {}
-        for group_id, committed in self.offsets.items():
-            c = committed.get((topic, partition))
-            if c is not None:
-                out[group_id] = c.offset
-        return out
+            return CommittedOffsets(known=False)
+        minimums: dict[tuple[str, int], int] = {}
+        for committed in self.offsets.values():
+            for tp, c in committed.items():
+                if tp not in minimums or c.offset < minimums[tp]:
+                    minimums[tp] = c.offset
+        return CommittedOffsets(minimums)
 
     # ---- membership ------------------------------------------------------------------------
 

@@ -22,7 +22,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ebb_broker.log import files
 from ebb_broker.log.checkpoint import read_offsets, write_offsets
@@ -30,9 +29,6 @@ from ebb_broker.log.cleaner import Cleaner, CleanerStats
 from ebb_broker.log.errors import LogError
 from ebb_broker.log.local_log import SwapStage
 from ebb_broker.log.log import Log
-
-if TYPE_CHECKING:
-    from ebb_broker.log.log_manager import LogManager
 
 log = logging.getLogger(__name__)
 
@@ -105,10 +101,24 @@ def cleanable_offsets(lg: Log, checkpoint: int | None, now: int) -> CleanableOff
 
 
 class CleanerManager:
-    """Cleaner checkpoints and the choice of the filthiest compacted log."""
+    """Cleaner checkpoints and the choice of the filthiest compacted log.
 
-    def __init__(self, manager: LogManager) -> None:
-        self.manager = manager
+    It is handed what it needs (the data directory for its checkpoint, the current logs, the clock),
+    not the LogManager that owns it.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        logs: Callable[[], list[Log]],
+        clock: Callable[[], int],
+        *,
+        dedupe_buffer_size: int,
+    ) -> None:
+        self.data_dir = data_dir
+        self.logs = logs
+        self.clock = clock
+        self.dedupe_buffer_size = dedupe_buffer_size
         self.checkpoints: dict[TopicPartition, int] = {}
         self.horizons: dict[TopicPartition, int | None] = {}
         self.uncleanable: set[TopicPartition] = set()
@@ -116,13 +126,13 @@ class CleanerManager:
 
     @property
     def path(self) -> Path:
-        return self.manager.data_dir / files.CLEANER_OFFSET_CHECKPOINT
+        return self.data_dir / files.CLEANER_OFFSET_CHECKPOINT
 
     def load(self) -> None:
         self.checkpoints = read_offsets(self.path)
 
     def write_checkpoint(self) -> None:
-        live = {(lg.topic, lg.partition) for lg in self.manager.logs()}
+        live = {(lg.topic, lg.partition) for lg in self.logs()}
         write_offsets(self.path, {tp: o for tp, o in self.checkpoints.items() if tp in live})
 
     def forget(self, topic: str) -> None:
@@ -166,7 +176,7 @@ class CleanerManager:
 
     def grab_filthiest(self, now: int) -> tuple[LogToClean, str] | None:
         best: tuple[LogToClean, str] | None = None
-        for lg in self.manager.logs():
+        for lg in self.logs():
             if not lg.config.compact or (lg.topic, lg.partition) in self.uncleanable:
                 continue
             ltc = self.log_to_clean(lg, now)
@@ -185,16 +195,14 @@ class CleanerManager:
         return best
 
     def clean_filthiest(self) -> CleanerReport | None:
-        now = self.manager.clock()
+        now = self.clock()
         chosen = self.grab_filthiest(now)
         if chosen is None:
             return None
         ltc, reason = chosen
         lg = ltc.log
         tp = (lg.topic, lg.partition)
-        cleaner = Cleaner(
-            self.manager.config.log_cleaner_dedupe_buffer_size, self.manager.clock, self.after_swap_stage
-        )
+        cleaner = Cleaner(self.dedupe_buffer_size, self.clock, self.after_swap_stage)
         try:
             result = cleaner.clean(lg, ltc.offsets.first_dirty, ltc.offsets.first_uncleanable)
         except LogError as exc:

@@ -1,7 +1,6 @@
 """Errors of the log engine; each maps to one Kafka error code in the protocol layer.
 
-This module imports nothing from the engine so that ``ebb_broker.config`` can raise
-``InvalidConfigError`` without importing the engine itself.
+It imports nothing, so every other module of the engine (and the broker's own configuration) can.
 """
 
 from __future__ import annotations

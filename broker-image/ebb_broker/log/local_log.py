@@ -12,9 +12,9 @@ import enum
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ebb_broker.config import TopicConfig
 from ebb_broker.log import files
 from ebb_broker.log.checkpoint import fsync_dir
+from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.segment import BatchInfo, Segment
 from ebb_broker.log.segments import Segments
 
@@ -43,7 +43,7 @@ class LocalLog:
     def __init__(
         self,
         directory: Path,
-        config: TopicConfig,
+        config: LogConfig,
         segments: Segments,
         next_offset: int,
         recovery_point: int,

@@ -30,7 +30,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ebb_broker.config import TopicConfig
 from ebb_broker.log import files
 from ebb_broker.log.errors import (
     CorruptRecordError,
@@ -41,6 +40,7 @@ from ebb_broker.log.errors import (
     UnsupportedFeatureError,
 )
 from ebb_broker.log.local_log import LocalLog, ScheduleDelete, delete_now
+from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.log_loader import load_log
 from ebb_broker.log.producer_state import ProducerEntry, ProducerStateManager
 from ebb_broker.log.records import (
@@ -52,12 +52,11 @@ from ebb_broker.log.records import (
     validate_batch,
 )
 from ebb_broker.log.retention import (
-    CommittedOffsetProvider,
+    CommittedOffsets,
     RetentionReason,
     RetentionResult,
     consumed_breach,
     deletable_segments,
-    min_committed_offset,
     size_breach,
     start_offset_breach,
     time_breach,
@@ -151,7 +150,7 @@ class Log:
         directory: Path,
         topic: str,
         partition: int,
-        config: TopicConfig,
+        config: LogConfig,
         *,
         recovery_point: int = 0,
         log_start_offset: int = 0,
@@ -182,10 +181,10 @@ class Log:
     # -- state --------------------------------------------------------------------------------------------
 
     @property
-    def config(self) -> TopicConfig:
+    def config(self) -> LogConfig:
         return self._local.config
 
-    def update_config(self, config: TopicConfig) -> None:
+    def update_config(self, config: LogConfig) -> None:
         with self._lock:
             self._local.config = config
 
@@ -483,7 +482,7 @@ class Log:
     # -- retention ------------------------------------------------------------------------------------------
 
     def delete_old_segments(
-        self, *, now_ms: int | None = None, committed_offsets: CommittedOffsetProvider | None = None
+        self, *, now_ms: int | None = None, committed: CommittedOffsets | None = None
     ) -> RetentionResult:
         """One retention pass (see ebb_broker.log.retention): start-offset breach, then for policies with
         ``delete`` consumed retention (KIP-68), size and time. Always a prefix, never at or past the HW."""
@@ -499,10 +498,10 @@ class Log:
             if not config.delete:
                 return result
             if config.retention_commitoffset_ms >= 0:
-                min_committed = min_committed_offset(committed_offsets, self.topic, self.partition)
-                if min_committed is None:
+                min_committed = committed.minimum(self.topic, self.partition) if committed else None
+                if committed is None or not committed.known:
                     result.consumed_skipped = True
-                else:
+                elif min_committed is not None:
                     self._delete(
                         consumed_breach(
                             now, config.retention_commitoffset_ms, min_committed, self.log_end_offset

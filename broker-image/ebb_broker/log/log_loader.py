@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ebb_broker.config import TopicConfig
 from ebb_broker.log import files
 from ebb_broker.log.checkpoint import fsync_dir
+from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.producer_state import ProducerStateManager
 from ebb_broker.log.segment import Segment
 from ebb_broker.log.segments import Segments
@@ -40,7 +40,7 @@ class LoadedLog:
     truncated_bytes: int
 
 
-def _open(directory: Path, base: int, config: TopicConfig, now: int, temp: str = "") -> Segment:
+def _open(directory: Path, base: int, config: LogConfig, now: int, temp: str = "") -> Segment:
     return Segment(
         directory,
         base,
@@ -56,7 +56,7 @@ def _delete_segment_files(directory: Path, base: int, temp: str = "") -> None:
         files.segment_file(directory, base, suffix, temp).unlink(missing_ok=True)
 
 
-def _complete_swaps(directory: Path, config: TopicConfig, now: int) -> None:
+def _complete_swaps(directory: Path, config: LogConfig, now: int) -> None:
     names = [(p, files.parse_segment_file(p)) for p in directory.iterdir()]
     parsed = [(p, info) for p, info in names if info is not None]
     for p, (_base, _suffix, temp) in parsed:
@@ -94,7 +94,7 @@ def _complete_swaps(directory: Path, config: TopicConfig, now: int) -> None:
 
 def load_log(
     directory: Path,
-    config: TopicConfig,
+    config: LogConfig,
     *,
     recovery_point: int,
     log_start_offset: int,

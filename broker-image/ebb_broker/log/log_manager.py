@@ -36,7 +36,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ebb_broker.config import BrokerConfig, TopicConfig
 from ebb_broker.log import files
 from ebb_broker.log.checkpoint import atomic_write, fsync_dir, read_offsets, write_offsets
 from ebb_broker.log.cleaner_manager import CleanerManager, CleanerReport
@@ -48,7 +47,8 @@ from ebb_broker.log.errors import (
     UnknownTopicOrPartitionError,
 )
 from ebb_broker.log.log import Log, wall_clock_ms
-from ebb_broker.log.retention import CommittedOffsetProvider, RetentionResult
+from ebb_broker.log.log_config import LogConfig, LogManagerConfig
+from ebb_broker.log.retention import CommittedOffsets, RetentionResult
 
 log = logging.getLogger(__name__)
 
@@ -116,13 +116,11 @@ class LogManager:
     def __init__(
         self,
         data_dir: Path,
-        config: BrokerConfig,
-        committed_offsets: CommittedOffsetProvider | None,
+        config: LogManagerConfig,
         clock: Callable[[], int],
     ) -> None:
         self.data_dir = data_dir
         self.config = config
-        self.committed_offsets = committed_offsets
         self.clock = clock
         self.reaper = FileReaper(clock)
         self._topics: dict[str, TopicMetadata] = {}
@@ -131,7 +129,9 @@ class LogManager:
         self._maintenance = threading.Lock()
         self._checkpoint_lock = threading.Lock()
         self._closed = False
-        self.cleaner = CleanerManager(self)
+        self.cleaner = CleanerManager(
+            data_dir, self.logs, clock, dedupe_buffer_size=config.cleaner_dedupe_buffer_size
+        )
 
     # -- open / close -------------------------------------------------------------------------------------
 
@@ -139,15 +139,14 @@ class LogManager:
     def open(
         cls,
         data_dir: Path,
-        config: BrokerConfig,
+        config: LogManagerConfig,
         *,
-        committed_offsets: CommittedOffsetProvider | None = None,
         clock: Callable[[], int] = wall_clock_ms,
     ) -> LogManager:
         """Load every topic of ``data_dir`` (creating it if needed), recovering after an unclean shutdown."""
         data_dir = Path(data_dir)
         data_dir.mkdir(parents=True, exist_ok=True)
-        mgr = cls(data_dir, config, committed_offsets, clock)
+        mgr = cls(data_dir, config, clock)
         marker = data_dir / files.CLEAN_SHUTDOWN
         clean = marker.exists()
         if not clean:
@@ -184,7 +183,7 @@ class LogManager:
         self,
         topic: str,
         partition: int,
-        config: TopicConfig,
+        config: LogConfig,
         recovery_point: int,
         log_start_offset: int,
         clean: bool,
@@ -323,11 +322,11 @@ class LogManager:
         except KeyError:
             raise UnknownTopicOrPartitionError(f"unknown topic {name!r}") from None
 
-    def topic_config(self, name: str) -> TopicConfig:
+    def topic_config(self, name: str) -> LogConfig:
         with self._lock:
             return self.config.topic_config(self._meta(name).overrides)
 
-    def alter_topic_config(self, name: str, overrides: Mapping[str, str | None]) -> TopicConfig:
+    def alter_topic_config(self, name: str, overrides: Mapping[str, str | None]) -> LogConfig:
         """Set (or with None remove) overrides; validates the result first, so a bad value changes nothing."""
         with self._lock:
             meta = self._meta(name)
@@ -357,15 +356,16 @@ class LogManager:
 
     # -- maintenance ----------------------------------------------------------------------------------------
 
-    def run_retention(self) -> RetentionReport:
+    def run_retention(self, committed: CommittedOffsets | None = None) -> RetentionReport:
         """One retention pass over every log (start-offset breach, KIP-68, size, time), then remove the
         files whose file.delete.delay.ms has passed. The broker calls this every
-        log.retention.check.interval.ms."""
+        log.retention.check.interval.ms, off the event loop, with a snapshot of the committed offsets
+        taken on the loop (None: not known yet, so consumed retention is skipped)."""
         report = RetentionReport()
         with self._maintenance:
             now = self.clock()
             for lg in self.logs():
-                result = lg.delete_old_segments(now_ms=now, committed_offsets=self.committed_offsets)
+                result = lg.delete_old_segments(now_ms=now, committed=committed)
                 report.partitions[(lg.topic, lg.partition)] = result
             if report.segments_deleted:
                 self._write_log_start_offsets()

@@ -18,22 +18,36 @@ Predicates, in the order a pass applies them (policy ``delete``; a compact-only 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from types import MappingProxyType
 
 from ebb_broker.log.segment import Segment
 
 Predicate = Callable[[Segment, Segment | None], bool]
 
 
-class CommittedOffsetProvider(Protocol):
-    """KIP-68's input: the group coordinator implements this; tests feed it directly."""
+@dataclass(frozen=True)
+class CommittedOffsets:
+    """KIP-68's input: an immutable snapshot of the minimum committed offset of every partition, over
+    every group that committed on it.
 
-    def committed_offsets(self, topic: str, partition: int) -> dict[str, int] | None:
-        """group -> committed offset for every group that committed on this partition; None when any
-        offset cannot be determined (the partition is then skipped, fail closed)."""
-        ...
+    The rule (docs/log-engine.md, "Who owns what"): the event loop owns the group coordinator's state;
+    it takes this snapshot there and hands it to the retention pass, which runs in a worker thread and
+    so never reads state the loop is changing. A partition no group committed on is absent (nothing is
+    consumed there); ``known=False`` (the coordinator has not loaded ``__consumer_offsets`` yet) makes
+    every partition skip consumed retention, fail closed.
+    """
+
+    minimums: Mapping[tuple[str, int], int] = field(default_factory=lambda: MappingProxyType({}))
+    known: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "minimums", MappingProxyType(dict(self.minimums)))
+
+    def minimum(self, topic: str, partition: int) -> int | None:
+        """The partition's minimum committed offset; None when unknown or nobody committed (skip)."""
+        return self.minimums.get((topic, partition)) if self.known else None
 
 
 class RetentionReason(enum.Enum):
@@ -117,11 +131,3 @@ def consumed_breach(now_ms: int, commitoffset_ms: int, min_committed: int, log_e
     return pred
 
 
-def min_committed_offset(provider: CommittedOffsetProvider | None, topic: str, partition: int) -> int | None:
-    """The minimum committed offset over every group on the partition, or None to skip (fail closed)."""
-    if provider is None:
-        return None
-    offsets = provider.committed_offsets(topic, partition)
-    if not offsets:
-        return None
-    return min(offsets.values())

@@ -2,7 +2,7 @@
 
 Sources follow Kafka's ConfigSource: DYNAMIC_TOPIC_CONFIG (1) for a topic override,
 STATIC_BROKER_CONFIG (4) for a default the broker was started with (`--config`), DEFAULT_CONFIG
-(5) for the built-in default. Every key of the engine's TopicConfig is listed, including Ebb's
+(5) for the built-in default. Every key of the engine's LogConfig is listed, including Ebb's
 `retention.commitoffset.ms` (KIP-68) and `tombstone.null.value.enable` (KIP-87).
 """
 
@@ -11,7 +11,8 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from ebb_broker.config import BrokerConfig, TopicConfig
+from ebb_broker.config import BrokerConfig
+from ebb_broker.log.log_config import LogConfig
 from ebb_broker.protocol.context import Broker
 
 RESOURCE_TOPIC = 2
@@ -65,7 +66,7 @@ def describe_topic(broker: Broker, topic: str) -> list[tuple[str, Any, ConfigSou
     """(key, value, source) for every topic config, sorted by key."""
     effective = broker.logs.topic_config(topic).to_props()
     overrides = topic_overrides(broker, topic)
-    builtin = TopicConfig().to_props()
+    builtin = LogConfig().to_props()
     broker_defaults = broker.config.topic_defaults()
     out = []
     for key in sorted(effective):

@@ -22,6 +22,7 @@ _CODES: list[tuple[type[Exception], int]] = [
     (L.UnknownTopicOrPartitionError, E.UnknownTopicOrPartitionError.errno),
     (L.TopicExistsError, E.TopicAlreadyExistsError.errno),
     (L.InvalidConfigError, E.InvalidConfigurationError.errno),
+    (L.InvalidPartitionsError, E.InvalidPartitionsError.errno),
     (L.UnsupportedFeatureError, E.InvalidRequestError.errno),
 ]
 

@@ -16,7 +16,7 @@ import struct
 import time
 from typing import Any
 
-from ebb_broker.protocol import api_versions
+from ebb_broker.protocol.apis import api_versions
 from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.registry import lookup
 from ebb_broker.protocol.zero_copy import (

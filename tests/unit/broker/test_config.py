@@ -1,4 +1,4 @@
-"""BrokerConfig / TopicConfig: Kafka's names and defaults, clear errors, KIP-68 and KIP-87 additions."""
+"""BrokerConfig / LogConfig: Kafka's names and defaults, clear errors, KIP-68 and KIP-87 additions."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import re
 
 import pytest
 
-from ebb_broker.config import LONG_MAX, BrokerConfig, TopicConfig
+from ebb_broker.config import BrokerConfig
 from ebb_broker.log.errors import InvalidConfigError
+from ebb_broker.log.log_config import LONG_MAX, LogConfig
 
 
 def test_kafka_defaults() -> None:
@@ -66,7 +67,7 @@ def test_commitoffset_is_off_unless_enabled() -> None:
 )
 def test_bad_topic_configs_name_the_key(props: dict[str, str], message: str) -> None:
     with pytest.raises(InvalidConfigError) as exc:
-        TopicConfig.parse(props)
+        LogConfig.parse(props)
     assert message in str(exc.value)
 
 
@@ -84,9 +85,9 @@ def test_bad_broker_configs() -> None:
 
 
 def test_commitoffset_allowed_with_infinite_retention_and_max_segment_ms() -> None:
-    t = TopicConfig.parse({"retention.ms": "-1", "retention.commitoffset.ms": "5000"})
+    t = LogConfig.parse({"retention.ms": "-1", "retention.commitoffset.ms": "5000"})
     assert t.retention_commitoffset_ms == 5000
-    c = TopicConfig.parse(
+    c = LogConfig.parse(
         {"cleanup.policy": "compact,delete", "segment.ms": "1000", "max.compaction.lag.ms": "10"}
     )
     assert c.compact and c.delete and c.max_segment_ms == 10

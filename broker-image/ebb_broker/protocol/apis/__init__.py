@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ebb_broker.protocol import (  # noqa: F401  (imported for their registrations)
+from ebb_broker.protocol.apis import (  # noqa: F401  (imported for their registrations)
     alter_configs,
     api_versions,
     create_partitions,

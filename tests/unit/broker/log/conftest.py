@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ebb_broker.config import BrokerConfig, TopicConfig
+from ebb_broker.config import BrokerConfig, LogConfig
 from ebb_broker.log.log import Log
 from ebb_broker.log.log_manager import LogManager
 from tests.unit.broker.log.log_helpers import Clock
@@ -25,7 +25,7 @@ def make_log(tmp_path: Path, clock: Clock) -> Iterator[Callable[..., Log]]:
 
     def make(directory: Path | None = None, **overrides: object) -> Log:
         props = {k.replace("_", "."): v for k, v in overrides.items()}
-        config = TopicConfig.parse(props)
+        config = LogConfig.parse(props)
         lg = Log.open(directory or tmp_path / "t-0", "t", 0, config, clock=clock)
         opened.append(lg)
         return lg
@@ -43,9 +43,9 @@ def manager(tmp_path: Path, clock: Clock) -> Iterator[Callable[..., LogManager]]
     """``manager(**broker_config)`` opens a LogManager on tmp_path/data; closed at teardown."""
     opened: list[LogManager] = []
 
-    def make(provider: object = None, **props: object) -> LogManager:
+    def make(**props: object) -> LogManager:
         cfg = BrokerConfig.parse({k.replace("_", "."): v for k, v in props.items()})
-        mgr = LogManager.open(tmp_path / "data", cfg, committed_offsets=provider, clock=clock)  # type: ignore[arg-type]
+        mgr = LogManager.open(tmp_path / "data", cfg.log_manager_config(), clock=clock)
         opened.append(mgr)
         return mgr
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ebb_broker.config import TopicConfig
 from ebb_broker.log.cleaner import Cleaner, CleanerStats, OffsetMap, group_segments_by_size
 from ebb_broker.log.log import Log
+from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.records import iter_headers
 from tests.unit.broker.log.log_helpers import T0, Clock, batch, read_all
 
@@ -86,7 +86,7 @@ def test_unkeyed_records_are_dropped_and_counted(make_log, clock: Clock) -> None
     lg = make_log(segment_bytes=ONE * 3)
     lg.append(batch(b"a", key=None))
     _keyed(lg, [1, 2, 1, 2])
-    lg.update_config(TopicConfig.parse({"cleanup.policy": "compact", "segment.bytes": str(ONE * 3)}))
+    lg.update_config(LogConfig.parse({"cleanup.policy": "compact", "segment.bytes": str(ONE * 3)}))
     result = _cleaner(clock).clean(lg, 0, lg.local.active.base_offset)
     assert result.stats.invalid_records == 1
     assert all(k is not None for _o, k, _v in _records(lg))
@@ -97,7 +97,7 @@ def test_segment_grouping_by_size_index_and_offset_span(tmp_path: Path, clock: C
         tmp_path / "t-0",
         "t",
         0,
-        TopicConfig.parse({"segment.bytes": str(ONE), "index.interval.bytes": "0"}),
+        LogConfig.parse({"segment.bytes": str(ONE), "index.interval.bytes": "0"}),
         clock=clock,
     )
     _keyed(lg, list(range(10)))
@@ -106,7 +106,7 @@ def test_segment_grouping_by_size_index_and_offset_span(tmp_path: Path, clock: C
     assert all(s.time_index.size_in_bytes() == 12 for s in segs)  # the final entry written on roll
     assert [len(g) for g in group_segments_by_size(segs, ONE * 100, 24)] == [2, 2, 2, 2, 1]
     lg.close()
-    sparse = Log.open(tmp_path / "s-0", "s", 0, TopicConfig.parse({"segment.bytes": str(ONE)}), clock=clock)
+    sparse = Log.open(tmp_path / "s-0", "s", 0, LogConfig.parse({"segment.bytes": str(ONE)}), clock=clock)
     for offset in (0, 2**31 - 2, 2**31 + 5):  # offset jumps: an int32 relative offset would overflow
         raw = bytearray(batch(b"v", key=b"k"))
         raw[:8] = offset.to_bytes(8, "big")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ebb_broker.config import TopicConfig
 from ebb_broker.log import files
 from ebb_broker.log.local_log import LocalLog
+from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.records import read_header, with_offset
 from ebb_broker.log.segment import BatchInfo, Segment
 from ebb_broker.log.segments import Segments
@@ -33,7 +33,7 @@ def scheduler() -> DeleteLater:
 
 @pytest.fixture
 def local(tmp_path: Path, scheduler: DeleteLater) -> LocalLog:
-    config = TopicConfig.model_validate({"file.delete.delay.ms": 60_000})
+    config = LogConfig.model_validate({"file.delete.delay.ms": 60_000})
     clock = Clock()
     segs = Segments()
     lg = LocalLog(

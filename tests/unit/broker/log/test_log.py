@@ -188,11 +188,11 @@ def test_delete_records_refused_on_compact_only_topic(make_log) -> None:  # type
 
 
 def test_compact_delete_topic_accepts_delete_records(tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
-    from ebb_broker.config import TopicConfig
     from ebb_broker.log.log import Log
+    from ebb_broker.log.log_config import LogConfig
 
     lg = Log.open(
-        tmp_path / "c-0", "c", 0, TopicConfig.parse({"cleanup.policy": "compact,delete"}), clock=clock
+        tmp_path / "c-0", "c", 0, LogConfig.parse({"cleanup.policy": "compact,delete"}), clock=clock
     )
     lg.append(batch(b"v", key=b"k"))
     assert lg.delete_records(1) == 1
@@ -290,15 +290,15 @@ def test_retention_idempotency(make_log, clock: Clock) -> None:  # type: ignore[
 
 
 def test_deleted_files_renamed_then_removed_after_delay(tmp_path, clock: Clock) -> None:  # type: ignore[no-untyped-def]
-    from ebb_broker.config import TopicConfig
     from ebb_broker.log.log import Log
+    from ebb_broker.log.log_config import LogConfig
 
     scheduled: list[tuple[list, int]] = []
     lg = Log.open(
         tmp_path / "t-0",
         "t",
         0,
-        TopicConfig.parse({"segment.bytes": str(ONE * 5), "file.delete.delay.ms": "60000"}),
+        LogConfig.parse({"segment.bytes": str(ONE * 5), "file.delete.delay.ms": "60000"}),
         clock=clock,
         schedule_delete=lambda paths, delay: scheduled.append((paths, delay)),
     )

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ebb_broker.config import TopicConfig
 from ebb_broker.log.local_log import SwapStage
 from ebb_broker.log.log import Log
+from ebb_broker.log.log_config import LogConfig
 from tests.unit.broker.log.log_helpers import T0, Clock, batch, read_all
 
 ONE = len(batch(b"v0", key=b"k0"))
@@ -17,7 +17,7 @@ ONE = len(batch(b"v0", key=b"k0"))
 def _open(
     path: Path, clock: Clock, *, clean: bool = False, recovery_point: int = 0, start: int = 0, **props: str
 ) -> Log:
-    config = TopicConfig.parse({"segment.bytes": str(ONE * 5), "index.interval.bytes": "1", **props})
+    config = LogConfig.parse({"segment.bytes": str(ONE * 5), "index.interval.bytes": "1", **props})
     return Log.open(
         path,
         "t",

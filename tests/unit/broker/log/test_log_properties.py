@@ -23,6 +23,7 @@ from ebb_broker.config import BrokerConfig
 from ebb_broker.log.compression import Compression
 from ebb_broker.log.log_manager import LogManager
 from ebb_broker.log.records import NewRecord, build_batch
+from ebb_broker.log.retention import CommittedOffsets
 from tests.unit.broker.log.log_helpers import Clock, read_all
 
 KEYS = [b"a", b"b", b"c", b"d", b"e"]
@@ -44,16 +45,19 @@ class LogMachine(RuleBasedStateMachine):
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="ebb-prop-"))
         self.clock = Clock()
-        self.config = BrokerConfig.parse({})
-        self.mgr = LogManager.open(self.dir, self.config, committed_offsets=self, clock=self.clock)
+        self.config = BrokerConfig.parse({}).log_manager_config()
+        self.mgr = LogManager.open(self.dir, self.config, clock=self.clock)
         self.records: dict[int, tuple[bytes, bytes | None]] = {}
         self.start = 0
         self.next = 0
         self.counter = 0
         self.committed: dict[str, int] | None = None  # what the group coordinator would answer
 
-    def committed_offsets(self, topic: str, partition: int) -> dict[str, int] | None:
-        return None if self.committed is None else dict(self.committed)
+    def snapshot(self) -> CommittedOffsets:
+        """What the group coordinator hands the retention pass (unknown: None)."""
+        if self.committed is None:
+            return CommittedOffsets(known=False)
+        return CommittedOffsets({("p", 0): min(self.committed.values())} if self.committed else {})
 
     @initialize()
     def create(self) -> None:
@@ -99,7 +103,7 @@ class LogMachine(RuleBasedStateMachine):
     @rule()
     def retention(self) -> None:
         self.clock.advance(1)
-        self.mgr.run_retention()
+        self.mgr.run_retention(self.snapshot())
         # KIP-68 may only move the log start up to the slowest group's committed offset
         allowed = max(self.start, min(self.committed.values())) if self.committed else self.start
         assert self.log.log_start_offset <= allowed, (self.log.log_start_offset, allowed, self.committed)
@@ -117,12 +121,12 @@ class LogMachine(RuleBasedStateMachine):
     @rule()
     def crash(self) -> None:
         self.mgr.abandon()
-        self.mgr = LogManager.open(self.dir, self.config, committed_offsets=self, clock=self.clock)
+        self.mgr = LogManager.open(self.dir, self.config, clock=self.clock)
 
     @rule()
     def restart(self) -> None:
         self.mgr.close()
-        self.mgr = LogManager.open(self.dir, self.config, committed_offsets=self, clock=self.clock)
+        self.mgr = LogManager.open(self.dir, self.config, clock=self.clock)
 
     @precondition(lambda self: self.next > 0)
     @invariant()

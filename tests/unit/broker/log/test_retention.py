@@ -1,23 +1,19 @@
-"""Consumed retention (KIP-68) as a retention predicate fed by a committed-offset provider."""
+"""Consumed retention (KIP-68) as a retention predicate fed by a snapshot of the committed offsets."""
 
 from __future__ import annotations
 
+import pytest
+
+from ebb_broker.log.retention import CommittedOffsets
 from tests.unit.broker.log.log_helpers import Clock, batch
 
 ONE = len(batch(b"x" * 10, key=b"k"))
 HOUR = 3_600_000
 
 
-class Offsets:
-    """What the group coordinator will provide: group -> committed offset, or None when unknown."""
-
-    def __init__(self, offsets: dict[str, int] | None) -> None:
-        self.offsets = offsets
-        self.asked: list[tuple[str, int]] = []
-
-    def committed_offsets(self, topic: str, partition: int) -> dict[str, int] | None:
-        self.asked.append((topic, partition))
-        return self.offsets
+def _at(minimum: int) -> CommittedOffsets:
+    """What the coordinator hands the pass when the slowest group on t-0 committed `minimum`."""
+    return CommittedOffsets({("t", 0): minimum})
 
 
 def _log(make_log, clock: Clock, commitoffset_ms: int = HOUR, **kw):  # type: ignore[no-untyped-def]
@@ -34,59 +30,69 @@ def _log(make_log, clock: Clock, commitoffset_ms: int = HOUR, **kw):  # type: ig
 
 def test_consumed_and_old_segments_are_deleted(make_log, clock: Clock) -> None:  # type: ignore[no-untyped-def]
     lg = _log(make_log, clock)
-    provider = Offsets({"billing": 12, "audit": 17})
-    result = lg.delete_old_segments(committed_offsets=provider)
-    assert provider.asked == [("t", 0)]
+    result = lg.delete_old_segments(committed=_at(12))
     # min committed offset 12: [0,5) and [5,10) are wholly consumed, [10,15) is not
     assert result.by_reason == {"consumed": 2} and lg.log_start_offset == 10
 
 
 def test_a_lagging_group_holds_the_data(make_log, clock: Clock) -> None:  # type: ignore[no-untyped-def]
     lg = _log(make_log, clock)
-    assert lg.delete_old_segments(committed_offsets=Offsets({"fast": 20, "slow": 4})).segments == 0
-    assert lg.delete_old_segments(committed_offsets=Offsets({"fast": 20, "slow": 5})).segments == 1
+    assert lg.delete_old_segments(committed=_at(4)).segments == 0
+    assert lg.delete_old_segments(committed=_at(5)).segments == 1
 
 
 def test_unknown_offsets_skip_the_partition(make_log, clock: Clock) -> None:  # type: ignore[no-untyped-def]
     lg = _log(make_log, clock)
-    result = lg.delete_old_segments(committed_offsets=Offsets(None))
+    result = lg.delete_old_segments(committed=CommittedOffsets(known=False))
     assert result.segments == 0 and result.consumed_skipped
-    assert lg.delete_old_segments(committed_offsets=Offsets({})).segments == 0  # nobody consumed it
-    assert lg.delete_old_segments(committed_offsets=None).segments == 0  # no provider: fail closed
+    result = lg.delete_old_segments(committed=None)  # no snapshot at all: fail closed
+    assert result.segments == 0 and result.consumed_skipped
+    result = lg.delete_old_segments(committed=CommittedOffsets({("other", 0): 20}))  # nobody read t-0
+    assert result.segments == 0 and not result.consumed_skipped
 
 
 def test_young_data_is_kept_even_when_consumed(make_log, clock: Clock) -> None:  # type: ignore[no-untyped-def]
     lg = _log(make_log, clock, commitoffset_ms=3 * HOUR)
-    assert lg.delete_old_segments(committed_offsets=Offsets({"g": 20})).segments == 0
+    assert lg.delete_old_segments(committed=_at(20)).segments == 0
     clock.advance(HOUR + 1)
-    result = lg.delete_old_segments(committed_offsets=Offsets({"g": 20}))
+    result = lg.delete_old_segments(committed=_at(20))
     assert result.segments == 4 and lg.log_start_offset == 20  # all consumed: roll first, keep one empty
 
 
-def test_disabled_consumed_retention_never_asks(make_log, clock: Clock) -> None:  # type: ignore[no-untyped-def]
+def test_disabled_consumed_retention_deletes_nothing_it_consumed(make_log, clock: Clock) -> None:  # type: ignore[no-untyped-def]
     lg = _log(make_log, clock, commitoffset_ms=-1)
-    provider = Offsets({"g": 20})
-    assert lg.delete_old_segments(committed_offsets=provider).segments == 0
-    assert provider.asked == []
+    result = lg.delete_old_segments(committed=_at(20))
+    assert result.segments == 0 and not result.consumed_skipped
 
 
 def test_forced_retention_still_runs_after_consumed(make_log, clock: Clock) -> None:  # type: ignore[no-untyped-def]
     lg = _log(make_log, clock, commitoffset_ms=HOUR, retention_ms=HOUR)
-    result = lg.delete_old_segments(committed_offsets=Offsets({"g": 7}))
+    result = lg.delete_old_segments(committed=_at(7))
     assert result.by_reason == {"consumed": 1, "retention-ms": 3}
 
 
 def test_compact_only_topics_ignore_consumed_retention(make_log, clock: Clock) -> None:  # type: ignore[no-untyped-def]
     lg = _log(make_log, clock, cleanup_policy="compact")
-    assert lg.delete_old_segments(committed_offsets=Offsets({"g": 20})).segments == 0
+    assert lg.delete_old_segments(committed=_at(20)).segments == 0
 
 
-def test_log_manager_feeds_the_provider(manager, clock: Clock) -> None:  # type: ignore[no-untyped-def]
-    provider = Offsets({"g": 5})
-    mgr = manager(provider, log_retention_commitoffset_enable="true", log_retention_commitoffset_ms="1000")
+def test_log_manager_hands_the_snapshot_to_every_log(manager, clock: Clock) -> None:  # type: ignore[no-untyped-def]
+    mgr = manager(log_retention_commitoffset_enable="true", log_retention_commitoffset_ms="1000")
     mgr.create_topic("t", 1, {"segment.bytes": str(ONE * 5)})
     lg = mgr.get_log("t", 0)
     for _ in range(10):
         lg.append(batch(b"x" * 10, key=b"k", ts=clock.now - 5000))
-    report = mgr.run_retention()
+    report = mgr.run_retention(_at(5))
     assert report.partitions[("t", 0)].by_reason == {"consumed": 1}
+
+
+def test_a_snapshot_cannot_change_under_a_running_pass() -> None:
+    """The event loop keeps committing while a pass runs in a worker thread: the pass must see the
+    offsets as they were when it started, so the snapshot copies and freezes what it is given."""
+    live = {("t", 0): 5}
+    snapshot = CommittedOffsets(live)
+    live[("t", 0)] = 500  # a commit on the loop after the snapshot was taken
+    live[("t", 1)] = 7
+    assert snapshot.minimum("t", 0) == 5 and snapshot.minimum("t", 1) is None
+    with pytest.raises(TypeError):
+        snapshot.minimums[("t", 0)] = 9  # type: ignore[index]

@@ -1,0 +1,125 @@
+"""A topic's configuration (Kafka's LogConfig): Kafka's names and defaults, validated by pydantic.
+
+The engine's only configuration type. Values arrive as strings (CreateTopics, IncrementalAlterConfigs,
+the broker's `--config` defaults) and are parsed here once; every unknown key or bad value raises
+``InvalidConfigError`` naming the key, and nothing is applied. Ebb adds KIP-68's consumed retention
+(``retention.commitoffset.ms``) and KIP-87's ``tombstone.null.value.enable``. The broker-wide settings
+(``ebb_broker.config``) build the defaults a topic without overrides gets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ebb_broker.log.errors import InvalidConfigError
+
+LONG_MAX = 2**63 - 1
+HOUR_MS = 3_600_000
+MINUTE_MS = 60_000
+
+
+def invalid_config(exc: ValidationError, kind: str) -> InvalidConfigError:
+    parts = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "(config)"
+        if err["type"] == "extra_forbidden":
+            parts.append(f"unknown {kind} config {key!r}")
+        else:
+            parts.append(f"{kind} config {key!r}: {err['msg']} (got {err.get('input')!r})")
+    return InvalidConfigError("; ".join(parts))
+
+
+class KafkaStyleConfig(BaseModel):
+    """Kafka-named keys (aliases), frozen, every key known: the base of topic and broker configs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, validate_default=True)
+
+    @classmethod
+    def keys(cls) -> set[str]:
+        """Every accepted Kafka-style key."""
+        return {f.alias or name for name, f in cls.model_fields.items()}
+
+    def to_props(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True)
+
+
+class LogConfig(KafkaStyleConfig):
+    """Effective configuration of one topic: broker defaults overlaid with the topic's overrides."""
+
+    cleanup_policy: str = Field("delete", alias="cleanup.policy")
+    retention_ms: int = Field(7 * 24 * HOUR_MS, alias="retention.ms", ge=-1)
+    retention_bytes: int = Field(-1, alias="retention.bytes", ge=-1)
+    segment_bytes: int = Field(1024**3, alias="segment.bytes", ge=14)
+    segment_ms: int = Field(7 * 24 * HOUR_MS, alias="segment.ms", ge=1)
+    segment_index_bytes: int = Field(10 * 1024 * 1024, alias="segment.index.bytes", ge=12)
+    index_interval_bytes: int = Field(4096, alias="index.interval.bytes", ge=0)
+    min_compaction_lag_ms: int = Field(0, alias="min.compaction.lag.ms", ge=0)
+    max_compaction_lag_ms: int = Field(LONG_MAX, alias="max.compaction.lag.ms", ge=1)
+    delete_retention_ms: int = Field(24 * HOUR_MS, alias="delete.retention.ms", ge=0)
+    min_cleanable_dirty_ratio: float = Field(0.5, alias="min.cleanable.dirty.ratio", ge=0.0, le=1.0)
+    file_delete_delay_ms: int = Field(60_000, alias="file.delete.delay.ms", ge=0)
+    message_timestamp_type: Literal["CreateTime", "LogAppendTime"] = Field(
+        "CreateTime", alias="message.timestamp.type"
+    )
+    max_message_bytes: int = Field(1_048_588, alias="max.message.bytes", ge=0)
+    flush_messages: int = Field(LONG_MAX, alias="flush.messages", ge=1)
+    min_insync_replicas: int = Field(1, alias="min.insync.replicas", ge=1, le=1)
+    compression_type: Literal["producer"] = Field("producer", alias="compression.type")
+    # KIP-68: consumed retention; -1 disables it. Never longer than forced retention.
+    retention_commitoffset_ms: int = Field(-1, alias="retention.commitoffset.ms", ge=-1)
+    # KIP-87: whether a null value is a tombstone (the explicit marker always is).
+    tombstone_null_value_enable: bool = Field(True, alias="tombstone.null.value.enable")
+
+    @model_validator(mode="after")
+    def _check(self) -> LogConfig:
+        policies = [p.strip() for p in self.cleanup_policy.split(",") if p.strip()]
+        if not policies or any(p not in ("delete", "compact") for p in policies):
+            raise ValueError(
+                f"cleanup.policy must be 'delete', 'compact' or 'compact,delete', got {self.cleanup_policy!r}"
+            )
+        if 0 <= self.retention_ms < self.retention_commitoffset_ms:
+            raise ValueError(
+                f"retention.commitoffset.ms ({self.retention_commitoffset_ms}) may not exceed "
+                f"retention.ms ({self.retention_ms}): consumed retention is the earlier of the two levels"
+            )
+        if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
+            raise ValueError("min.compaction.lag.ms may not exceed max.compaction.lag.ms")
+        return self
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @property
+    def max_segment_ms(self) -> int:
+        """Kafka's LogConfig.maxSegmentMs: a compacted topic also rolls by max.compaction.lag.ms (KIP-354)."""
+        return min(self.segment_ms, self.max_compaction_lag_ms) if self.compact else self.segment_ms
+
+    @classmethod
+    def parse(cls, props: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> LogConfig:
+        """Validate ``props`` over ``defaults``; raises InvalidConfigError naming every bad key."""
+        try:
+            return cls.model_validate({**(defaults or {}), **props})
+        except ValidationError as exc:
+            raise invalid_config(exc, "topic") from None
+
+
+@dataclass(frozen=True)
+class LogManagerConfig:
+    """What the LogManager needs from the broker's settings: the defaults of every topic's LogConfig
+    (the broker's ``log.*`` keys under their topic names) and the cleaner's dedupe buffer."""
+
+    topic_defaults: Mapping[str, Any] = field(default_factory=dict)
+    cleaner_dedupe_buffer_size: int = 128 * 1024 * 1024
+
+    def topic_config(self, overrides: Mapping[str, Any]) -> LogConfig:
+        """A topic's effective config: these defaults overlaid with its overrides (validated)."""
+        return LogConfig.parse(overrides, self.topic_defaults)
