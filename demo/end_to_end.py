@@ -14,6 +14,7 @@ Ctrl-C at any point stops everything it started and deletes the temporary files.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import signal
 import sys
@@ -27,7 +28,7 @@ import yaml
 from demo import workload
 from harness.controlplane import ControlPlane, running_control_plane
 from harness.ebb_broker import EbbBroker
-from harness.operator_process import running_operator
+from harness.operator_process import deployment_settings, running_operator
 from harness.spark_operator_standin import SMALL_SPARK_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +36,12 @@ CHART = ROOT / "charts" / "ebb"
 EXAMPLES = ROOT / "examples"
 NAMESPACE = "ebb"
 RELEASE = "ebb"
+TENANT = "team-payments"  # a tenant namespace: its grant admits topics payments.* only
+TENANT_TOPICS = "payments.*"
+GRANTS = [
+    {"namespaces": [NAMESPACE], "topics": [".*"], "allow": ["GuardNone", "ForcedRetention", "Compaction"]},
+    {"namespaces": [TENANT], "topics": [TENANT_TOPICS]},
+]
 
 # Demo-sized settings layered over the chart's broker config (charts/ebb/values.yaml broker.config):
 # small segments so a few MB make several of them, and a retention pass every 2s that removes segments
@@ -85,15 +92,19 @@ def install_chart(cp: ControlPlane, bootstrap: str) -> None:
     )
     info("no kubelet runs here, so the chart's Deployment gets no pod: the operator runs as a local process")
     info(f"under the chart's ServiceAccount; its default cluster is the local ebb-broker {bootstrap}")
+    info(f"the chart's KafkaCluster `ebb` grants namespace {NAMESPACE} every topic and option, and tenant")
+    info(f"namespace {TENANT} only topics {TENANT_TOPICS} (no GuardNone, no compaction)")
     cp.helm(
         "install", RELEASE, str(CHART),
         "--namespace", NAMESPACE, "--create-namespace",
         "--set", "broker.enabled=false",
         "--set", f"operator.defaultCluster.bootstrapServers={bootstrap}",
+        "--set-json", f"operator.defaultCluster.access={json.dumps(GRANTS)}",
     )  # fmt: skip
-    for crd in ("deleterecords.ebb.dev", "compactionconfigs.ebb.dev", "retentionpolicies.ebb.dev"):
-        cp.kubectl("wait", "--for=condition=Established", f"crd/{crd}", "--timeout=60s")
+    for crd in ("deleterecords", "compactionconfigs", "retentionpolicies", "kafkaclusters"):
+        cp.kubectl("wait", "--for=condition=Established", f"crd/{crd}.ebb.dev", "--timeout=60s")
     info(cp.helm("list", "--namespace", NAMESPACE).stdout.strip().replace("\n", "\n    "))
+    info(cp.kubectl("get", "kafkaclusters").stdout.strip().replace("\n", "\n    "))
 
 
 def operator_kubeconfig(cp: ControlPlane) -> Path:
@@ -219,6 +230,33 @@ def apply_examples_and_show(cp: ControlPlane, bootstrap: str, data_dir: Path) ->
     info(events.strip().replace("\n", "\n    "))
 
 
+def show_tenant_refused(cp: ControlPlane, bootstrap: str) -> None:
+    """A tenant reaching for a topic outside its grant: refused by name, nothing sent to Kafka."""
+    say(f"tenant {TENANT} (granted {TENANT_TOPICS} only) asks to delete records of {ORDERS}")
+    cp.kubectl("create", "namespace", TENANT)
+    start = workload.log_start_offsets(bootstrap, ORDERS, PARTITIONS)
+    body = {
+        "apiVersion": "ebb.dev/v1alpha1",
+        "kind": "DeleteRecords",
+        "metadata": {"name": "reach-out", "namespace": TENANT},
+        "spec": {
+            "clusterRef": {"name": "ebb"},
+            "partitions": [{"topic": ORDERS, "partition": 0, "offset": -1}],
+        },
+    }
+    info(cp.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(body)).stdout.strip())
+
+    def refused() -> dict[str, Any] | None:
+        obj = cp.kubectl_json("get", "deleterecords", "reach-out", "-n", TENANT)
+        ready = next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"), None)
+        return ready if ready and ready["status"] == "False" else None
+
+    ready = wait_for("the operator's answer", refused)
+    info(f"Ready={ready['status']} reason={ready['reason']}: {ready['message']}")
+    after = workload.log_start_offsets(bootstrap, ORDERS, PARTITIONS)
+    info(f"{ORDERS} log start offsets before {start}, after {after}: nothing was sent to Kafka")
+
+
 def apply_retention_policy_and_show(cp: ControlPlane) -> None:
     """Apply the RetentionPolicy example (a dry run) and show its plan: who holds back which partition."""
     say(f"kubectl apply -n {NAMESPACE} -f examples/retention-policy.yaml (a dry run: report, delete nothing)")
@@ -266,15 +304,21 @@ def run(workdir: Path) -> int:
             resync = chart_values()["operator"]["resyncSeconds"]
             info(f"the chart's resyncSeconds is {resync}; the demo uses 5s")
             # Demo-sized Spark for the RetentionPolicy's analysis job (a few thousand records).
+            deployment = cp.kubectl_json("get", "deployment", f"{RELEASE}-operator", "-n", NAMESPACE)
+            settings = deployment_settings(deployment, NAMESPACE, EBB_RESYNC_SECONDS="5")
+            info(
+                "operator settings from the chart's Deployment: "
+                + ", ".join(f"{k}={v}" for k, v in settings.items())
+            )
             with running_operator(
                 {**cp.env(operator_kubeconfig(cp)), **SMALL_SPARK_ENV},
                 workdir / "ebb-operator.log",
-                default_bootstrap_servers=bootstrap,
-                resync_seconds=5,
+                settings=settings,
             ) as operator:
                 info(f"operator live; metrics http://127.0.0.1:{operator.metrics_port}/metrics")
                 run_workload(bootstrap)
                 apply_examples_and_show(cp, bootstrap, data_dir)
+                show_tenant_refused(cp, bootstrap)
                 apply_retention_policy_and_show(cp)
     say("demo finished: operator, broker and control plane stopped")
     return 0

@@ -32,8 +32,10 @@ def disk_usage(data_dir: Path) -> int:
 def show_partitions(mgr: LogManager) -> None:
     for lg in mgr.logs():
         files = sorted(p for p in lg.directory.iterdir())
-        print(f"  {lg.directory.name}: log start {lg.log_start_offset}, log end {lg.log_end_offset}, "
-              f"{lg.size_in_bytes():,} bytes in {len(lg.segments())} segments")
+        print(
+            f"  {lg.directory.name}: log start {lg.log_start_offset}, log end {lg.log_end_offset}, "
+            f"{lg.size_in_bytes():,} bytes in {len(lg.segments())} segments"
+        )
         for p in files:
             print(f"      {p.name:<40} {p.stat().st_size:>9,} B")
 
@@ -73,8 +75,10 @@ def main() -> int:
         time.sleep(DELAY_MS / 1000 + 0.1)
         removed = mgr.run_retention().files_removed
         after = disk_usage(data_dir)
-        print(f"  removed {removed} files; data directory {before:,} -> {after:,} bytes "
-              f"({before - after:,} bytes reclaimed)")
+        print(
+            f"  removed {removed} files; data directory {before:,} -> {after:,} bytes "
+            f"({before - after:,} bytes reclaimed)"
+        )
         show_partitions(mgr)
 
         say("clean shutdown, then a restart: the log start offsets must survive")
@@ -91,8 +95,10 @@ def main() -> int:
         except OffsetOutOfRangeError as exc:
             print(f"  reading offset 1199 of {TOPIC}-0 fails as Kafka's does: {exc}")
         first = lg0.read(1200, 1024)
-        print(f"  reading offset 1200 returns {sum(s.length for s in first.slices):,} bytes from "
-              f"{first.slices[0].path.name}")
+        print(
+            f"  reading offset 1200 returns {sum(s.length for s in first.slices):,} bytes from "
+            f"{first.slices[0].path.name}"
+        )
         info = lg0.append(build_batch([NewRecord(b"order-new", b"after restart")]))
         print(f"  a new append gets offset {info.base_offset}")
         mgr.close()

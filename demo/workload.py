@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from harness.bounded import close_within
+
 RECORD_BYTES = 512
 # librdkafka: warnings and errors only (its info lines when a client closes are noise in the demo).
 _QUIET = {"log_level": 4}
@@ -94,19 +96,27 @@ def consume_and_commit(
             offsets=[TopicPartition(position.topic, p, targets[p]) for p in targets], asynchronous=False
         )
     finally:
-        consumer.close()
+        close_within(consumer)
     return targets
 
 
-def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+def _watermarks(bootstrap: str, topic: str, partitions: int, which: int) -> dict[int, int]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "ebb-demo-offsets"})
     try:
         return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[which]
             for p in range(partitions)
         }
     finally:
-        consumer.close()
+        close_within(consumer)
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    return _watermarks(bootstrap, topic, partitions, 1)
+
+
+def log_start_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    return _watermarks(bootstrap, topic, partitions, 0)
 
 
 def topic_configs(bootstrap: str, topic: str, keys: tuple[str, ...]) -> dict[str, str]:

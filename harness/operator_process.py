@@ -17,6 +17,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.child_process import die_with_parent
 from harness.ports import free_port
@@ -47,24 +48,37 @@ def _live(port: int) -> bool:
         return False
 
 
+def deployment_settings(deployment: dict[str, Any], namespace: str, **overrides: str) -> dict[str, str]:
+    """The EBB_* environment the chart's operator Deployment gives its container, as a local process needs
+    it (the downward-API namespace resolved to `namespace`), with `overrides` on top."""
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    settings: dict[str, str] = {}
+    for var in container.get("env") or []:
+        if not var["name"].startswith("EBB_"):
+            continue
+        if "value" in var:
+            settings[var["name"]] = str(var["value"])
+        elif var.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
+            settings[var["name"]] = namespace
+    settings.pop("EBB_OPERATOR_IMAGE", None)  # no image runs here; the SparkApplication engine sets its own
+    return {**settings, **overrides}
+
+
 @contextlib.contextmanager
 def running_operator(
     env: dict[str, str],
     log_path: Path,
     *,
-    default_bootstrap_servers: str,
     namespaces: tuple[str, ...] = (),
-    resync_seconds: float | None = None,
+    settings: dict[str, str] | None = None,
 ) -> Iterator[OperatorProcess]:
     """The operator, live (kopf's /healthz answers), for the duration of the block; stopped with
-    SIGTERM (then SIGKILL) afterwards. `env` carries KUBECONFIG (e.g. ControlPlane.env(sa_kubeconfig))."""
-    env = dict(env)
-    if resync_seconds is not None:
-        env["EBB_RESYNC_SECONDS"] = str(resync_seconds)
+    SIGTERM (then SIGKILL) afterwards. `env` carries KUBECONFIG (e.g. ControlPlane.env(sa_kubeconfig));
+    `settings` the operator's EBB_* variables (docs/operator.md), as the chart's Deployment sets them."""
+    env = {**env, **(settings or {})}
     metrics_port, liveness_port = free_port(), free_port()
     argv = [
         sys.executable, "-m", "ebb_operator",
-        "--default-bootstrap-servers", default_bootstrap_servers,
         "--metrics-port", str(metrics_port),
         "--liveness-port", str(liveness_port),
         "--host", "127.0.0.1",

@@ -10,6 +10,7 @@ FAILED with `errorMessage`). Nothing else of the Spark operator (pods, UI, retri
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import sys
 import threading
@@ -34,7 +35,9 @@ class SparkOperatorStandIn:
     """Runs each SparkApplication once; `runs` lists the names it ran, `log_dir` holds their output."""
 
     def __init__(self, kubeconfig: Path, namespace: str, log_dir: Path, env: dict[str, str]) -> None:
-        self.api = client.CustomObjectsApi(config.new_client_from_config(str(kubeconfig)))
+        api_client = config.new_client_from_config(str(kubeconfig))
+        self.api = client.CustomObjectsApi(api_client)
+        self.core = client.CoreV1Api(api_client)
         self.namespace = namespace
         self.log_dir = log_dir
         self.env = env
@@ -56,12 +59,22 @@ class SparkOperatorStandIn:
         spec = app["spec"]
         self.runs.append(name)
         main = str(spec["mainApplicationFile"]).removeprefix("local://")
+        arguments = [str(a) for a in spec.get("arguments", [])]
+        # Spark mounts spec.driver.secrets into the driver pod; here: the Secret's keys as files of a
+        # directory of the stand-in's, and the arguments pointing into the pod path pointed there.
+        for mount in (spec.get("driver") or {}).get("secrets") or []:
+            secret = self.core.read_namespaced_secret(mount["name"], self.namespace)
+            local = self.log_dir / f"{name}-secret-{mount['name']}"
+            local.mkdir(parents=True, exist_ok=True)
+            for key, value in (secret.data or {}).items():
+                (local / key).write_bytes(base64.b64decode(value))
+            arguments = [a.replace(mount["path"], str(local)) for a in arguments]
         self._set_state(name, "SUBMITTED")
         self._set_state(name, "RUNNING")
         log = self.log_dir / f"{name}.log"
         with log.open("wb") as out:
             self._proc = subprocess.Popen(
-                [sys.executable, main, *spec.get("arguments", [])],
+                [sys.executable, main, *arguments],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=self.env,

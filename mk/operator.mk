@@ -4,5 +4,5 @@
 
 crds: venv
 	@echo "==> generating crds/ and the operator RBAC rules from operator/ebb_operator"
-	$(PY) -m ebb_operator.crdgen --out crds --rbac-out charts/ebb/files/operator-rules.yaml
+	$(PY) -m ebb_operator.crdgen --out crds --rbac-out charts/ebb/files
 	@$(MAKE) --no-print-directory chart-crds

@@ -1,19 +1,24 @@
-"""`python -m ebb_operator`: run the kopf operator with Prometheus metrics and a liveness endpoint."""
+"""`python -m ebb_operator`: run the kopf operator with Prometheus metrics and a liveness endpoint.
+
+Settings are read once here (environment, then command-line flags) and handed to every handler as
+kopf's memo (docs/operator.md lists them).
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
-import os
+import sys
 
 import kopf
 from prometheus_client import start_http_server
 
-from ebb_operator.kafka.connection import DEFAULT_BOOTSTRAP_ENV
+from ebb_operator.settings import OperatorSettings, SettingsError
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ebb_operator", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m ebb_operator", description=__doc__.splitlines()[0])
     parser.add_argument(
         "-n",
         "--namespace",
@@ -22,9 +27,12 @@ def main(argv: list[str] | None = None) -> int:
         help="watch this namespace (repeatable; glob patterns allowed); default: all",
     )
     parser.add_argument(
+        "--default-cluster", help="KafkaCluster of objects naming none (env EBB_DEFAULT_CLUSTER)"
+    )
+    parser.add_argument(
         "--default-bootstrap-servers",
-        default=os.environ.get(DEFAULT_BOOTSTRAP_ENV),
-        help=f"cluster for objects without spec.cluster (env {DEFAULT_BOOTSTRAP_ENV})",
+        help="with inline clusters allowed: bootstrap servers of objects naming none "
+        "(env EBB_DEFAULT_BOOTSTRAP_SERVERS)",
     )
     parser.add_argument("--metrics-port", type=int, default=9090, help="Prometheus port (0 disables)")
     parser.add_argument("--liveness-port", type=int, default=8080, help="serves /healthz (0 disables)")
@@ -32,18 +40,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
 
-    if args.default_bootstrap_servers:
-        os.environ[DEFAULT_BOOTSTRAP_ENV] = args.default_bootstrap_servers
+    try:
+        settings = OperatorSettings.from_env()
+    except SettingsError as exc:
+        print(f"ebb-operator: {exc}", file=sys.stderr)
+        return 2
+    overrides = {
+        "default_cluster": args.default_cluster,
+        "default_bootstrap_servers": args.default_bootstrap_servers,
+    }
+    settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v})
+
     kopf.configure(verbose=args.verbose, log_format=kopf.LogFormat.PLAIN)
     logging.getLogger("kafka").setLevel(logging.WARNING)
     if args.metrics_port:
         start_http_server(args.metrics_port, addr=args.host)
-    import ebb_operator.handlers  # noqa: F401  (registers the handlers with kopf)
+    from ebb_operator import handlers  # registers the handlers with kopf
+    from ebb_operator.handlers.runtime import Runtime
 
+    handlers.register(settings)
     kopf.run(
         standalone=True,
         clusterwide=not args.namespace,
         namespaces=args.namespace,
+        memo=kopf.Memo(runtime=Runtime.create(settings)),
         liveness_endpoint=f"http://{args.host}:{args.liveness_port}/healthz" if args.liveness_port else None,
     )
     return 0

@@ -61,7 +61,7 @@ def _client_properties(path: Path | None) -> dict[str, str]:
 
 def delete_records(args: argparse.Namespace) -> int:
     offsets = load_offsets(args.offset_json_file)
-    connection = ClusterConnection.resolve(args.bootstrap_server, _client_properties(args.command_config))
+    connection = ClusterConnection.of(args.bootstrap_server, _client_properties(args.command_config))
     with ClusterAdmin(connection) as admin:
         if args.dry_run:
             starts = admin.offsets(offsets, EARLIEST)

@@ -73,7 +73,7 @@ def crd_manifest(info: CrdInfo) -> dict[str, Any]:
         "metadata": {"name": f"{info.plural}.{GROUP}"},
         "spec": {
             "group": GROUP,
-            "scope": "Namespaced",
+            "scope": info.scope,
             "names": {
                 "kind": info.kind,
                 "listKind": f"{info.kind}List",
@@ -144,7 +144,7 @@ def write(directory: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Write Ebb's CRD manifests.")
     parser.add_argument("--out", type=Path, help="directory to write into (default: print all to stdout)")
-    parser.add_argument("--rbac-out", type=Path, help="also write the operator's RBAC rules to this file")
+    parser.add_argument("--rbac-out", type=Path, help="also write the RBAC rule files into this directory")
     args = parser.parse_args(argv)
     if args.out is None:
         sys.stdout.write("---\n".join(rendered().values()))
@@ -152,9 +152,10 @@ def main(argv: list[str] | None = None) -> int:
         for path in write(args.out):
             print(f"wrote {path}")
     if args.rbac_out is not None:
-        args.rbac_out.parent.mkdir(parents=True, exist_ok=True)
-        args.rbac_out.write_text(rbac.rules_yaml())
-        print(f"wrote {args.rbac_out}")
+        args.rbac_out.mkdir(parents=True, exist_ok=True)
+        for name, rules in rbac.FILES.items():
+            (args.rbac_out / name).write_text(rbac.rules_yaml(rules))
+            print(f"wrote {args.rbac_out / name}")
     return 0
 
 

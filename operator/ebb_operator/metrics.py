@@ -13,6 +13,11 @@ BYTES_RECLAIMED = Counter("ebb_operator_bytes_reclaimed", "Log-dir bytes freed, 
 CONFIGS_APPLIED = Counter(
     "ebb_operator_configs_applied", "Topic configs set with IncrementalAlterConfigs", ["kind"]
 )
+POLICY_RUNS = Counter(
+    "ebb_operator_policy_runs",
+    "RetentionPolicy runs that ended, by outcome",
+    ["namespace", "policy", "outcome"],
+)
 POLICY_RECLAIMABLE_BYTES = Gauge(
     "ebb_operator_policy_reclaimable_bytes",
     "Bytes the last plan of a RetentionPolicy frees (estimate of the analysis job)",

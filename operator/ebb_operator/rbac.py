@@ -1,7 +1,12 @@
-"""The exact Kubernetes permissions the operator needs, in one place.
+"""The exact Kubernetes permissions of the operator and of tenants, in one place.
 
-`make crds` writes them to charts/ebb/files/operator-rules.yaml, which the Helm chart includes in its
-ClusterRole; the k8s tests run the operator under a ServiceAccount bound to exactly these rules.
+`make crds` writes them to charts/ebb/files/*.yaml, which the Helm chart renders into its ClusterRoles and
+Roles; the k8s tests run the operator and the tenants under ServiceAccounts bound to exactly these rules.
+
+Least privilege: the operator reads Secrets only in its own namespace (the KafkaClusters' credentials);
+cluster-wide it may create and delete Secrets (a SparkApplication run's request, in the policy's
+namespace) but not read them. Reading Secrets in tenant namespaces is added only where inline clusters
+are allowed (single-team installs: `spec.cluster.secretRef` names a Secret of the object's namespace).
 """
 
 from __future__ import annotations
@@ -10,18 +15,23 @@ from typing import Any
 
 import yaml
 
-from ebb_operator.models import ALL_CRDS
+from ebb_operator.models import TENANT_CRDS
 from ebb_operator.models.common import GROUP
 
-_OWN = sorted(info.plural for info in ALL_CRDS)
+_TENANT = sorted(info.plural for info in TENANT_CRDS)
 
-RULES: list[dict[str, Any]] = [
-    # Watch our kinds; patch them for kopf's progress/diff-base annotations and finalizer.
-    {"apiGroups": [GROUP], "resources": _OWN, "verbs": ["get", "list", "watch", "patch"]},
+# What the operator needs in every namespace it serves (a ClusterRole, or a Role per watched namespace).
+NAMESPACED_RULES: list[dict[str, Any]] = [
+    # Watch the tenant kinds; patch them for kopf's progress/diff-base annotations and finalizer.
+    {"apiGroups": [GROUP], "resources": _TENANT, "verbs": ["get", "list", "watch", "patch"]},
     # Status is written through the status subresource.
-    {"apiGroups": [GROUP], "resources": [f"{p}/status" for p in _OWN], "verbs": ["get", "patch", "update"]},
-    # RetentionPolicy runs: the Local analysis job (under the operator's credentials) creates the run's
-    # DeleteRecords; historyLimit deletes old ones (no reliance on garbage collection).
+    {
+        "apiGroups": [GROUP],
+        "resources": [f"{p}/status" for p in _TENANT],
+        "verbs": ["get", "patch", "update"],
+    },
+    # RetentionPolicy runs: the operator creates each run's DeleteRecords from the plan the analysis job
+    # hands back, and deletes old ones beyond historyLimit (no reliance on garbage collection).
     {"apiGroups": [GROUP], "resources": ["deleterecords"], "verbs": ["create", "delete"]},
     # engine SparkApplication: one SparkApplication per run, followed through its status, pruned.
     {
@@ -29,17 +39,24 @@ RULES: list[dict[str, Any]] = [
         "resources": ["sparkapplications"],
         "verbs": ["get", "list", "watch", "create", "delete"],
     },
-    # The plan a SparkApplication run leaves in a ConfigMap (analysis --report-configmap), read then deleted.
-    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "delete"]},
-    # kopf resolves the namespaces it serves (--namespace patterns) and follows their creation.
-    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
-    # Kafka client properties (SASL/TLS) referenced by spec.cluster.secretRef.
-    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+    # A SparkApplication run's request (connection included) is a Secret the driver mounts: created and
+    # deleted by the operator, never read back (no get).
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "delete"]},
+    # The plan a SparkApplication run leaves in a ConfigMap, read then deleted; a policy's memory of its
+    # empty groups across runs.
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update", "delete"]},
     # Events for every action that deletes data or changes configs (kopf posts core/v1 Events).
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
-    # kopf's namespace observer lists namespaces at startup, even for exact --namespace names (without
-    # this it retries with backoff for ~50 s before falling back).
-    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
+]
+
+# Cluster-scoped, always in a ClusterRole.
+CLUSTER_SCOPED_RULES: list[dict[str, Any]] = [
+    # The KafkaCluster registry: watched and its status written; never created by the operator.
+    {"apiGroups": [GROUP], "resources": ["kafkaclusters"], "verbs": ["get", "list", "watch", "patch"]},
+    {"apiGroups": [GROUP], "resources": ["kafkaclusters/status"], "verbs": ["get", "patch", "update"]},
+    # kopf resolves the namespaces it serves (--namespace patterns) and follows their creation; grants
+    # may select namespaces by label (get).
+    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
     # kopf notices CRDs installed or removed while it runs.
     {
         "apiGroups": ["apiextensions.k8s.io"],
@@ -47,6 +64,38 @@ RULES: list[dict[str, Any]] = [
         "verbs": ["get", "list", "watch"],
     },
 ]
+
+RULES: list[dict[str, Any]] = [*NAMESPACED_RULES, *CLUSTER_SCOPED_RULES]
+
+# In the operator's own namespace only (a Role): the KafkaClusters' credentials.
+OWN_NAMESPACE_RULES: list[dict[str, Any]] = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
+
+# Only with operator.allowInlineClusters (single-team installs): spec.cluster.secretRef in any namespace.
+INLINE_CLUSTER_RULES: list[dict[str, Any]] = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
+
+# Tenants, aggregated into Kubernetes' edit/admin and view roles (so a namespace's editors may use the
+# three tenant kinds there). KafkaCluster is in neither: it is written by cluster admins only.
+TENANT_EDIT_RULES: list[dict[str, Any]] = [
+    {
+        "apiGroups": [GROUP],
+        "resources": _TENANT,
+        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"],
+    },
+    {"apiGroups": [GROUP], "resources": [f"{p}/status" for p in _TENANT], "verbs": ["get"]},
+]
+TENANT_VIEW_RULES: list[dict[str, Any]] = [
+    {"apiGroups": [GROUP], "resources": _TENANT, "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [GROUP], "resources": [f"{p}/status" for p in _TENANT], "verbs": ["get"]},
+]
+
+FILES: dict[str, list[dict[str, Any]]] = {
+    "operator-namespaced-rules.yaml": NAMESPACED_RULES,
+    "operator-cluster-scoped-rules.yaml": CLUSTER_SCOPED_RULES,
+    "operator-own-namespace-rules.yaml": OWN_NAMESPACE_RULES,
+    "operator-inline-cluster-rules.yaml": INLINE_CLUSTER_RULES,
+    "tenant-edit-rules.yaml": TENANT_EDIT_RULES,
+    "tenant-view-rules.yaml": TENANT_VIEW_RULES,
+}
 
 
 def cluster_role(name: str = "ebb-operator") -> dict[str, Any]:
@@ -58,6 +107,6 @@ def cluster_role(name: str = "ebb-operator") -> dict[str, Any]:
     }
 
 
-def rules_yaml() -> str:
-    header = "# Generated by `make crds` from ebb_operator.rbac.RULES. Do not edit.\n"
-    return header + yaml.safe_dump(RULES, sort_keys=False)
+def rules_yaml(rules: list[dict[str, Any]] | None = None) -> str:
+    header = "# Generated by `make crds` from ebb_operator.rbac. Do not edit.\n"
+    return header + yaml.safe_dump(RULES if rules is None else rules, sort_keys=False)

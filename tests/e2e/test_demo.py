@@ -35,4 +35,7 @@ def test_demo_script_reclaims_bytes_and_names_the_group_holding_back() -> None:
     assert "PHASE" in out and "PartiallyFailed" in out  # kubectl get with the printer columns
     # The RetentionPolicy example (a dry run): reporting never committed on orders-2, so it holds it.
     assert re.search(r"orders-2: held \(NoCommit\) by reporting", out), out
+    # A tenant reaching outside its KafkaCluster grant is refused by name, and nothing reaches Kafka.
+    assert re.search(r"reason=Forbidden: spec.partitions reaches 1 topic\(s\) outside the topics granted", out), out
+    assert re.search(r"orders log start offsets before (\{.*\}), after \1: nothing was sent to Kafka", out), out
     assert "demo finished" in out

@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
-from harness.operator_process import running_operator
+from harness.operator_process import deployment_settings, running_operator
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "ebb"
@@ -60,6 +60,9 @@ def test_rendered_chart_is_accepted_by_the_api_server(
     control_plane: ControlPlane, servicemonitor_crd: None, options: tuple[str, ...]
 ) -> None:
     namespace = "chart-dry-run"
+    # The CRDs for real (a dry run installs nothing): the chart's KafkaCluster needs its kind to exist.
+    control_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "crds"))
+    control_plane.kubectl("wait", "--for=condition=Established", "crd/kafkaclusters.ebb.dev", "--timeout=60s")
     for ns in (namespace, "chart-team-a", "chart-team-b"):
         if control_plane.kubectl("get", "namespace", ns, check=False).returncode != 0:
             control_plane.kubectl("create", "namespace", ns)
@@ -74,7 +77,8 @@ def test_rendered_chart_is_accepted_by_the_api_server(
         crds = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "CustomResourceDefinition"]
         assert all("helm.sh/resource-policy" not in d["metadata"].get("annotations", {}) for d in crds)
     else:
-        assert kinds(rendered).count("CustomResourceDefinition") == 3
+        assert kinds(rendered).count("CustomResourceDefinition") == 4
+        assert "KafkaCluster" in kinds(rendered)
         assert "StatefulSet" in kinds(rendered)
         assert "ServiceMonitor" not in kinds(rendered)
 
@@ -119,9 +123,12 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
             "--set", f"operator.defaultCluster.bootstrapServers={bootstrap}",
         )  # fmt: skip
         deployment = control_plane.kubectl_json("get", "deployment", "ebb-operator", "-n", namespace)
-        (container,) = deployment["spec"]["template"]["spec"]["containers"]
-        env = {e["name"]: e.get("value") for e in container["env"]}
-        assert env["EBB_DEFAULT_BOOTSTRAP_SERVERS"] == bootstrap
+        settings = deployment_settings(deployment, namespace, EBB_RESYNC_SECONDS="5")
+        assert settings["EBB_DEFAULT_CLUSTER"] == "ebb" and settings["EBB_ALLOW_INLINE_CLUSTERS"] == "false"
+        assert "EBB_DEFAULT_BOOTSTRAP_SERVERS" not in settings  # objects name a KafkaCluster, never a host
+        # The chart's default KafkaCluster (a post-install hook): its broker, its namespace granted.
+        kc = control_plane.kubectl_json("get", "kafkacluster", "ebb")["spec"]
+        assert kc["bootstrapServers"] == bootstrap and kc["access"][0]["namespaces"] == [namespace]
 
         sa = f"system:serviceaccount:{namespace}:ebb-operator"
         for verb, resource, allowed in [
@@ -132,11 +139,29 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
             ("delete", "retentionpolicies.ebb.dev", "no"),
             ("list", "pods", "no"),
             ("list", "secrets", "no"),
+            # Secrets are read in the operator's own namespace only (the KafkaClusters' credentials).
+            ("get", "secrets", "yes"),
+            ("get", "secrets -n default", "no"),
+            ("create", "kafkaclusters.ebb.dev", "no"),
         ]:
+            resource, *where = resource.split(" -n ")
+            ns = where[0] if where else namespace
             answer = control_plane.kubectl(
-                "auth", "can-i", verb, resource, "-n", namespace, "--as", sa, check=False
+                "auth", "can-i", verb, resource, "-n", ns, "--as", sa, check=False
             ).stdout.strip()
-            assert answer == allowed, f"{sa} can-i {verb} {resource}: {answer}"
+            assert answer == allowed, f"{sa} can-i {verb} {resource} in {ns}: {answer}"
+        # Tenants bound to ebb-edit may use the tenant kinds in their namespace, never KafkaCluster. (Its
+        # aggregation into Kubernetes' edit role needs kube-controller-manager: the cluster tier.)
+        control_plane.kubectl("create", "rolebinding", "tenant-edit", "-n", namespace, "--clusterrole=ebb-edit",
+                              "--user=tenant-alice")  # fmt: skip
+        for verb, resource, allowed in [
+            ("create", "deleterecords.ebb.dev", "yes"),
+            ("create", "retentionpolicies.ebb.dev", "yes"),
+            ("patch", "deleterecords.ebb.dev --subresource=status", "no"),
+            ("create", "kafkaclusters.ebb.dev", "no"),
+        ]:
+            answer = _can_i(control_plane, verb, resource, namespace, "tenant-alice")
+            assert answer == allowed, f"tenant can-i {verb} {resource}: {answer}"
 
         admin = AdminClient({"bootstrap.servers": bootstrap})
         for future in admin.create_topics(
@@ -150,10 +175,7 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
 
         kubeconfig = control_plane.service_account_kubeconfig(namespace, "ebb-operator")
         with running_operator(
-            control_plane.env(kubeconfig),
-            tmp_path / "operator.log",
-            default_bootstrap_servers=bootstrap,
-            resync_seconds=5,
+            control_plane.env(kubeconfig), tmp_path / "operator.log", settings=settings
         ) as operator:
             control_plane.kubectl(
                 "apply", "-n", namespace,
@@ -191,25 +213,56 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
             assert entries["max.compaction.lag.ms"].value == str(24 * 3600 * 1000)
 
 
+def _can_i(cp: ControlPlane, verb: str, resource: str, namespace: str, user: str) -> str:
+    """kubectl auth can-i; `resource` may carry flags such as --subresource=status."""
+    args = ["auth", "can-i", verb, *resource.split(), "-n", namespace, "--as", user]
+    return cp.kubectl(*args, check=False).stdout.strip()
+
+
 def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPlane) -> None:
-    """Cluster-wide: one ClusterRole with exactly ebb_operator.rbac.RULES. Namespaced: per namespace a
-    Role with the namespaced rules, and a ClusterRole with only the cluster-scoped one (CRDs)."""
+    """Cluster-wide: the operator's ClusterRole has exactly ebb_operator.rbac.RULES. Namespaced: per
+    namespace a Role with the namespaced rules, and a ClusterRole with the cluster-scoped ones. Either way a
+    Role in the release namespace reads the KafkaClusters' Secrets, and nothing reads Secrets elsewhere
+    unless inline clusters are allowed."""
     from ebb_operator import rbac
 
     def render(*options: str) -> list[dict[str, Any]]:
         out = control_plane.helm("template", "ebb", str(CHART), "--namespace", "ebb", *options).stdout
         return [d for d in yaml.safe_load_all(out) if d]
 
-    (cluster_role,) = [d for d in render() if d["kind"] == "ClusterRole"]
-    assert cluster_role["rules"] == rbac.RULES
+    def operator_role(docs: list[dict[str, Any]]) -> dict[str, Any]:
+        (role,) = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "ebb-operator"]
+        return role
+
+    docs = render()
+    assert operator_role(docs)["rules"] == rbac.RULES
+    roles = {
+        (d["metadata"]["namespace"], d["metadata"]["name"]): d["rules"] for d in docs if d["kind"] == "Role"
+    }
+    assert roles == {("ebb", "ebb-operator-credentials"): rbac.OWN_NAMESPACE_RULES}
+    tenant = {
+        d["metadata"]["name"]: d
+        for d in docs
+        if d["kind"] == "ClusterRole" and d["metadata"]["name"] != "ebb-operator"
+    }
+    assert (
+        tenant["ebb-edit"]["rules"] == rbac.TENANT_EDIT_RULES
+        and tenant["ebb-view"]["rules"] == rbac.TENANT_VIEW_RULES
+    )
+    assert tenant["ebb-edit"]["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+    inline = operator_role(render("--set", "operator.allowInlineClusters=true"))["rules"]
+    assert inline == [*rbac.RULES, *rbac.INLINE_CLUSTER_RULES]
 
     docs = render("--set", "operator.watchNamespaces={team-a,team-b}", "--set", "crds.enabled=false")
-    (cluster_role,) = [d for d in docs if d["kind"] == "ClusterRole"]
-    roles = {d["metadata"]["namespace"]: d["rules"] for d in docs if d["kind"] == "Role"}
+    cluster_role = operator_role(docs)
+    roles = {
+        d["metadata"]["namespace"]: d["rules"]
+        for d in docs
+        if d["kind"] == "Role" and d["metadata"]["name"] == "ebb-operator"
+    }
     assert sorted(roles) == ["team-a", "team-b"]
-    assert [r["apiGroups"] for r in cluster_role["rules"]] == [["apiextensions.k8s.io"]]
-    split = roles["team-a"] + cluster_role["rules"]
-    assert sorted(map(repr, split)) == sorted(map(repr, rbac.RULES))
+    assert cluster_role["rules"] == rbac.CLUSTER_SCOPED_RULES
+    assert roles["team-a"] == rbac.NAMESPACED_RULES
     assert "CustomResourceDefinition" not in kinds(yaml.safe_dump_all(docs))
     (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]

@@ -14,6 +14,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -24,9 +25,11 @@ from harness.kafka import KafkaBroker
 HOUR_MS = 3_600_000
 
 
+@pytest.mark.parametrize("source", ["AdminAPI", "ConsumerOffsetsTopic"])
 def test_job_plans_from_real_commits_and_record_times(
-    apache_kafka_broker: KafkaBroker, tmp_path: Path
+    apache_kafka_broker: KafkaBroker, tmp_path: Path, source: str
 ) -> None:
+    """Both offsets sources give the same plan from the same commits."""
     bootstrap = apache_kafka_broker.bootstrap_servers
     tag = uuid.uuid4().hex[:6]
     topic, compact = f"job-{tag}", f"job-{tag}-compact"
@@ -71,6 +74,7 @@ def test_job_plans_from_real_commits_and_record_times(
                     "topics": {"include": [f"job-{tag}.*"]},
                     "consumers": {"include": [f".*-{tag}"], "exclude": [f"tool-{tag}"]},
                     "consumedRetention": "1h",
+                    "analysis": {"offsetsSource": source},
                 },
             }
         )
@@ -91,8 +95,12 @@ def test_job_plans_from_real_commits_and_record_times(
     assert parts[compact, 0]["reason"] == "CompactOnly" and parts[compact, 0]["deleteBefore"] is None
     assert plan["summary"]["deletableRecords"] == 13
     assert plan["summary"]["heldPartitions"] == 1
-    # From a file there is no API server: the plan is reported and nothing is created.
-    assert plan["deleteRecords"] is None
+    # The plan hands back the cuts and the groups it counted; the job itself creates nothing.
+    assert sorted((d["topic"], d["partition"], d["offset"]) for d in plan["deletes"]) == [
+        (topic, 0, 5),
+        (topic, 1, 8),
+    ]
+    assert plan["countedGroups"] == sorted([f"app-{tag}", f"slow-{tag}"])
 
     # A policy the CRD would reject fails before touching the cluster, with the field named.
     bad = tmp_path / "bad.yaml"

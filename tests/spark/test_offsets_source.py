@@ -1,4 +1,5 @@
-"""The `__consumer_offsets` data source against records written by real group coordinators.
+"""Both offsets sources against real group coordinators: the `__consumer_offsets` data source and the
+Admin API source (OffsetFetch for many groups per request, KIP-709).
 
 Apache Kafka's own coordinator and ebb-broker's write the topic; real groups commit through real clients;
 the truth each assertion compares with is what the coordinator itself serves (OffsetFetch through the
@@ -17,6 +18,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
+from ebb_operator.analysis.commits_admin import read_committed_offsets
 from ebb_operator.analysis.offsets_source import latest_commits, latest_group_metadata, read_offsets_topic
 from ebb_operator.kafka import ClusterAdmin, ClusterConnection
 from harness.bounded import close_within
@@ -43,11 +45,11 @@ def bootstrap(request: pytest.FixtureRequest) -> str:
 
 def _topic_with_records(bootstrap: str) -> tuple[ClusterConnection, str]:
     """A topic of 2 partitions with 20 records each; its name is unique."""
-    conn = ClusterConnection.resolve(bootstrap)
+    conn = ClusterConnection.of(bootstrap)
     topic = f"src-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient(conn.librdkafka_config())
+    admin = AdminClient({"bootstrap.servers": conn.bootstrap_servers})
     admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(30)
-    producer = Producer({**conn.librdkafka_config(), "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": conn.bootstrap_servers, "linger.ms": 0})
     for p in range(2):
         for i in range(20):
             producer.produce(topic, value=b"v%d" % i, partition=p)
@@ -62,7 +64,9 @@ def cluster(bootstrap: str) -> tuple[ClusterConnection, str]:
 
 def commit(conn: ClusterConnection, group: str, offsets: dict[tuple[str, int], int]) -> None:
     """Commit as a group with no live member (generation -1), as admin tools and simple consumers do."""
-    c = Consumer({**conn.librdkafka_config(), "group.id": group, "enable.auto.commit": False})
+    c = Consumer(
+        {"bootstrap.servers": conn.bootstrap_servers, "group.id": group, "enable.auto.commit": False}
+    )
     try:
         c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
     finally:
@@ -93,7 +97,9 @@ def test_latest_commit_per_key_matches_what_the_coordinator_serves(
     commit(conn, g2, {(topic, 0): 2, (topic, 1): 20})
     commit(conn, gone, {(topic, 0): 9})
     # Deleting a group makes the coordinator write tombstones for its offsets and its metadata.
-    admin = AdminClient(conn.librdkafka_config())  # kept referenced: a dropped client never completes futures
+    admin = AdminClient(
+        {"bootstrap.servers": conn.bootstrap_servers}
+    )  # kept referenced: a dropped client never completes futures
     admin.delete_consumer_groups([gone], request_timeout=30)[gone].result(40)
 
     raw = read_offsets_topic(spark, conn, maxRecordsPerSplit="3")  # small ranges: many parallel splits
@@ -117,7 +123,7 @@ def test_group_metadata_shows_members_and_subscriptions(
     group = f"live-{uuid.uuid4().hex[:6]}"
     consumer = Consumer(
         {
-            **conn.librdkafka_config(),
+            "bootstrap.servers": conn.bootstrap_servers,
             "group.id": group,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
@@ -149,9 +155,11 @@ def test_aborted_transactional_commit_is_not_a_commit(
     conn, topic = _topic_with_records(apache_kafka_broker.bootstrap_servers)
     group = f"tx-{uuid.uuid4().hex[:6]}"
     commit(conn, group, {(topic, 0): 4})
-    producer = Producer({**conn.librdkafka_config(), "transactional.id": f"tx-{group}"})
+    producer = Producer({"bootstrap.servers": conn.bootstrap_servers, "transactional.id": f"tx-{group}"})
     producer.init_transactions(30)
-    probe = Consumer({**conn.librdkafka_config(), "group.id": group, "enable.auto.commit": False})
+    probe = Consumer(
+        {"bootstrap.servers": conn.bootstrap_servers, "group.id": group, "enable.auto.commit": False}
+    )
     try:
         producer.begin_transaction()
         producer.send_offsets_to_transaction(
@@ -163,3 +171,18 @@ def test_aborted_transactional_commit_is_not_a_commit(
     rows = latest_commits(read_offsets_topic(spark, conn)).filter(f"group = '{group}'").collect()
     assert [(r.partition, r.committed_offset) for r in rows] == [(0, 4)]
     assert coordinator_view(conn, [group], topic) == {(group, topic, 0, 4)}
+
+
+def test_admin_api_source_reads_what_the_coordinator_serves(
+    spark: SparkSession, cluster: tuple[ClusterConnection, str]
+) -> None:
+    """Many groups, spread over several Spark tasks, each read in one batched OffsetFetch."""
+    conn, topic = cluster
+    groups = [f"adm-{uuid.uuid4().hex[:6]}-{i}" for i in range(7)]
+    for i, g in enumerate(groups):
+        commit(conn, g, {(topic, 0): i + 1, (topic, 1): 10 + i})
+    rows = read_committed_offsets(spark, conn, groups, groups_per_split=3).collect()
+    assert {(r.group, r.topic, r.partition, r.committed_offset) for r in rows} == coordinator_view(
+        conn, groups, topic
+    )
+    assert len(rows) == 14 and all(r.commit_timestamp is None for r in rows)

@@ -39,14 +39,21 @@ def part(
     return (topic, p, log_start, hw, size, t, error)
 
 
-def commit(group: str, topic: str, p: int, offset: int, ts: int = NOW - 60_000) -> tuple[Any, ...]:
+def commit(group: str, topic: str, p: int, offset: int, ts: int | None = NOW - 60_000) -> tuple[Any, ...]:
     return (group, topic, p, offset, ts)
 
 
 def group(
-    name: str, members: int = 1, topics: Sequence[str] = (), error: str | None = None, state: str = "Stable"
+    name: str,
+    members: int = 1,
+    topics: Sequence[str] = (),
+    error: str | None = None,
+    state: str = "Stable",
+    empty_since: int | None = None,
 ) -> tuple[Any, ...]:
-    return (name, state, members, list(topics), error)
+    if members == 0 and empty_since is None:
+        empty_since = NOW - 100 * HOUR  # empty for long, as the operator remembers it
+    return (name, state, members, list(topics), error, empty_since)
 
 
 def run(
@@ -310,6 +317,34 @@ def test_inactive_after_ignores_only_empty_groups_without_recent_commits(spark: 
     # Without inactiveAfter, an empty group still counts.
     default = run(spark, offsets=offsets, partitions=parts, groups=[group("gone", members=0, state="Empty")])
     assert default["orders", 0].delete_before == 10
+    # Empty, no recent commit, but seen empty only recently (the Admin API source has no commit times: the
+    # operator's memory of when it saw the group empty decides): it counts.
+    just_emptied = run(
+        spark,
+        offsets=[offsets[0], commit("gone", "orders", 0, 10, ts=None)],
+        partitions=parts,
+        groups=[group("gone", members=0, state="Empty", empty_since=NOW - HOUR)],
+        pol=pol,
+    )
+    assert just_emptied["orders", 0].delete_before == 10
+    # ...and once empty for longer than inactiveAfter, with no commit time known, it is ignored.
+    long_empty = run(
+        spark,
+        offsets=[offsets[0], commit("gone", "orders", 0, 10, ts=None)],
+        partitions=parts,
+        groups=[group("gone", members=0, state="Empty", empty_since=NOW - 3 * HOUR)],
+        pol=pol,
+    )
+    assert long_empty["orders", 0].delete_before == 60
+    # A group the namespace's grant does not let the policy leave out never expires.
+    protected = run(
+        spark,
+        offsets=offsets,
+        partitions=parts,
+        groups=[group("gone", members=0, state="Empty")],
+        pol=dataclasses.replace(pol, discountable_groups=("app",)),
+    )
+    assert protected["orders", 0].delete_before == 10
     # A required group never expires.
     req = run(
         spark,
@@ -369,3 +404,44 @@ def test_summary_lists_deletes_and_names_holders(spark: SparkSession) -> None:
     assert [(h.partition, h.reason, h.blocking_groups) for h in topic.held] == [
         (1, HoldReason.NO_COMMIT, ["a", "b"])
     ]
+
+
+def test_excluding_a_group_outside_the_grant_does_not_discount_it(spark: SparkSession) -> None:
+    """A namespace may leave out only the groups its KafkaCluster grant names: another tenant's group
+    reading the topic always counts, whatever exclude says."""
+    offsets = [commit("mine", "orders", 0, 60), commit("theirs", "orders", 0, 20)]
+    pol = policy(groups_exclude=("theirs",), discountable_groups=("mine", "mine-.*"))
+    plan = run(spark, offsets=offsets, partitions=[part("orders", 0)], pol=pol)
+    assert (plan["orders", 0].delete_before, plan["orders", 0].blocking_groups) == (20, ["theirs"])
+
+
+def test_the_slowest_groups_lag_is_reported_held_or_not(spark: SparkSession) -> None:
+    plan = run(
+        spark,
+        offsets=[commit("a", "orders", 0, 40), commit("b", "orders", 0, 90), commit("a", "orders", 1, 100)],
+        partitions=[part("orders", 0), part("orders", 1, t=100)],
+        groups=[group("a", topics=["orders"]), group("b", topics=["orders"])],
+    )
+    p0 = plan["orders", 0]
+    # a has read up to 40 of 100: 60 records (6 000 of the partition's 10 000 bytes) are held for it.
+    assert (p0.blocking_groups, p0.lag_records, p0.lag_bytes) == (["a"], 60, 6_000)
+    result = P.summarize(
+        P.compute_plan(
+            spark.createDataFrame(
+                [commit("a", "orders", 0, 40), commit("b", "orders", 0, 90), commit("a", "orders", 1, 100)],
+                P.OFFSETS_SCHEMA,
+            ),
+            spark.createDataFrame([part("orders", 0), part("orders", 1, t=100)], P.PARTITIONS_SCHEMA),
+            spark.createDataFrame([("orders", "delete", None)], P.TOPICS_SCHEMA),
+            spark.createDataFrame(
+                [group("a", topics=["orders"]), group("b", topics=["orders"])], P.GROUPS_SCHEMA
+            ),
+            policy(),
+            NOW,
+        )
+    )
+    (topic,) = result.topics
+    assert [(g.group, g.partitions, g.lag_records, g.lag_bytes) for g in topic.limiting] == [
+        ("a", 1, 60, 6_000)
+    ]
+    assert topic.limiting_count == 1

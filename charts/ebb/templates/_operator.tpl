@@ -27,7 +27,7 @@ app.kubernetes.io/component: operator
 {{- include "ebb.image" (dict "image" .Values.operator.image "appVersion" .Chart.AppVersion) }}
 {{- end }}
 
-{{/* bootstrap.servers for objects without spec.cluster: the value, else the chart's broker, else empty. */}}
+{{/* bootstrap.servers of the chart's default KafkaCluster: the value, else the chart's broker, else empty. */}}
 {{- define "ebb.operator.defaultBootstrapServers" -}}
 {{- if .Values.operator.defaultCluster.bootstrapServers }}
 {{- .Values.operator.defaultCluster.bootstrapServers }}
@@ -36,24 +36,13 @@ app.kubernetes.io/component: operator
 {{- end }}
 {{- end }}
 
-{{/* The operator's rules (files/operator-rules.yaml, generated from ebb_operator.rbac), split by scope:
-     CustomResourceDefinitions are cluster-scoped, everything else the operator touches is namespaced. */}}
-{{- define "ebb.operator.clusterScopedRules" -}}
-{{- $rules := list }}
-{{- range (.Files.Get "files/operator-rules.yaml" | fromYamlArray) }}
-{{- if has "apiextensions.k8s.io" .apiGroups }}
-{{- $rules = append $rules . }}
+{{/* The grants of the default KafkaCluster: the values' list, else the release namespace on every topic. */}}
+{{- define "ebb.operator.defaultAccess" -}}
+{{- if .Values.operator.defaultCluster.access }}
+{{- toYaml .Values.operator.defaultCluster.access }}
+{{- else }}
+- namespaces: [{{ .Release.Namespace | quote }}]
+  topics: [".*"]
+  allow: [GuardNone, ForcedRetention, Compaction, SparkOverrides]
 {{- end }}
-{{- end }}
-{{- toYaml $rules }}
-{{- end }}
-
-{{- define "ebb.operator.namespacedRules" -}}
-{{- $rules := list }}
-{{- range (.Files.Get "files/operator-rules.yaml" | fromYamlArray) }}
-{{- if not (has "apiextensions.k8s.io" .apiGroups) }}
-{{- $rules = append $rules . }}
-{{- end }}
-{{- end }}
-{{- toYaml $rules }}
 {{- end }}

@@ -1,60 +1,46 @@
-"""`python -m ebb_operator.analysis --policy NAMESPACE/NAME`: one run of a RetentionPolicy's analysis.
+"""`python -m ebb_operator.analysis --request FILE`: one run of a RetentionPolicy's analysis.
 
-Also the main file of a SparkApplication (same arguments; spark-submit's master is kept). Writes the plan
-(summary, per-topic held partitions, per-partition cuts) as JSON to stdout or --output and, when reading
-the policy from the API server and there is something to delete, creates one DeleteRecords owned by the
-policy with the plan's partitions (dryRun true when the policy is a dry run). Its guard is None: the plan
-already applied the policy's consumer rules, fail closed, and a Consumed guard would let the groups the
-policy deliberately ignores (excluded, outside include, inactive longer than inactiveAfter) block the cut.
-Exit status: 0 planned, 2 unusable policy or arguments, 1 the cluster could not be read (nothing created).
+The operator writes the request (the policy, the cluster connection, the groups the namespace may leave
+out) and reads the plan back; the job reads nothing from the Kubernetes API and creates nothing there:
+it writes the plan to `--output` (engine Local) or, as the main file of a SparkApplication, to the
+ConfigMap `--report-configmap` (its only API right). `--policy-file` plans a RetentionPolicy written to a
+YAML/JSON file against `--bootstrap-servers`, for trying a policy by hand. Exit status: 0 planned, 2
+unusable request or arguments, 1 the cluster could not be read (nothing planned: fail closed).
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
-import json
 import logging
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from ebb_operator.analysis.policy import AnalysisPolicy, PolicyError
 from ebb_operator.kafka import ClusterConfigError, ClusterConnection
+from ebb_operator.models.delete_records import MAX_PARTITIONS
+from ebb_operator.models.run import PLAN_KEY, RunPlan, RunRequest, pack_plan
 
 log = logging.getLogger("ebb_operator.analysis")
-
-RUN_ID_ENV = "EBB_RUN_ID"
-MAX_PARTITIONS = 10000  # DeleteRecords.spec.partitions maxItems (models/delete_records.py)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m ebb_operator.analysis", description=__doc__.splitlines()[0])
     src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument(
-        "--policy", metavar="NAMESPACE/NAME", help="read the RetentionPolicy from the API server"
-    )
-    src.add_argument(
-        "--policy-file", type=Path, help="read the RetentionPolicy from a YAML/JSON file (local run)"
+    src.add_argument("--request", type=Path, help="the run's request, as the operator writes it (JSON)")
+    src.add_argument("--policy-file", type=Path, help="a RetentionPolicy in a YAML/JSON file (manual run)")
+    ap.add_argument(
+        "--bootstrap-servers", help="with --policy-file: the cluster (PLAINTEXT; default spec.cluster's)"
     )
     ap.add_argument("--output", type=Path, help="write the plan JSON here instead of stdout")
+    ap.add_argument("--report-configmap", metavar="NAME", help="also store the plan in this ConfigMap")
     ap.add_argument(
         "--master",
         help="Spark master (default local[*]; under spark-submit, as in a SparkApplication, its own)",
-    )
-    ap.add_argument("--bootstrap-servers", help="override spec.cluster / the default cluster")
-    ap.add_argument(
-        "--run-id", default=os.environ.get(RUN_ID_ENV), help=f"names the DeleteRecords (env {RUN_ID_ENV})"
-    )
-    ap.add_argument(
-        "--report-configmap",
-        metavar="NAME",
-        help="also store summary and topics in this ConfigMap (owned by the policy) for the operator to "
-        "read back: a SparkApplication driver's stdout is out of its reach",
     )
     ap.add_argument("--now-ms", type=int, help="plan as of this time (ms since epoch); default: now")
     ap.add_argument(
@@ -63,88 +49,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def _kube() -> Any:
-    from kubernetes import client, config
-
-    try:
-        config.load_incluster_config()
-    except config.ConfigException:
-        config.load_kube_config()
-    return client
-
-
-def _read_policy(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
-    if args.policy_file is not None:
-        return yaml.safe_load(args.policy_file.read_text()), None
-    ns, sep, name = args.policy.partition("/")
-    if not sep or not ns or not name:
-        raise PolicyError(f"--policy {args.policy!r}: expected NAMESPACE/NAME")
-    k = _kube()
-    obj = k.CustomObjectsApi().get_namespaced_custom_object(
-        "ebb.dev", "v1alpha1", ns, "retentionpolicies", name
+def read_request(args: argparse.Namespace) -> RunRequest:
+    if args.request is not None:
+        return RunRequest.model_validate_json(args.request.read_bytes())
+    obj = yaml.safe_load(args.policy_file.read_text())
+    policy = AnalysisPolicy.from_resource(obj)  # validates, with errors naming the field
+    servers = args.bootstrap_servers or ((obj["spec"].get("cluster") or {}).get("bootstrapServers"))
+    if not servers:
+        raise PolicyError("--policy-file needs --bootstrap-servers (or spec.cluster.bootstrapServers)")
+    return RunRequest.model_validate(
+        {
+            "policy": {"namespace": policy.namespace, "name": policy.name},
+            "spec": obj["spec"],
+            "runId": time.strftime("%Y%m%d-%H%M%S", time.gmtime()),
+            "bootstrapServers": servers,
+        }
     )
-    return obj, k
-
-
-def _connection(policy: AnalysisPolicy, args: argparse.Namespace, kube: Any) -> ClusterConnection:
-    props: dict[str, str] = {}
-    if policy.secret_name:
-        if kube is None:
-            raise PolicyError("spec.cluster.secretRef needs the API server: run with --policy NAMESPACE/NAME")
-        secret = kube.CoreV1Api().read_namespaced_secret(policy.secret_name, policy.namespace)
-        props = {k: base64.b64decode(v).decode() for k, v in (secret.data or {}).items()}
-    return ClusterConnection.resolve(args.bootstrap_servers or policy.bootstrap_servers, props)
-
-
-def delete_records_object(
-    policy: AnalysisPolicy, run_id: str, deletes: list[Any], spec_cluster: Any
-) -> dict[str, Any]:
-    """The DeleteRecords for this run, owned by the policy so it is listed (and pruned) with it."""
-    from ebb_operator.models.delete_records import DeleteRecordsSpec, Guard
-
-    spec = DeleteRecordsSpec(
-        cluster=spec_cluster, partitions=deletes, guard=Guard.NONE, dry_run=policy.dry_run
-    )
-    return {
-        "apiVersion": "ebb.dev/v1alpha1",
-        "kind": "DeleteRecords",
-        "metadata": {
-            "name": f"{policy.name}-{run_id}"[:253],
-            "namespace": policy.namespace,
-            "labels": {"ebb.dev/retention-policy": policy.name[:63], "ebb.dev/run-id": run_id[:63]},
-            "ownerReferences": [
-                {
-                    "apiVersion": "ebb.dev/v1alpha1",
-                    "kind": "RetentionPolicy",
-                    "name": policy.name,
-                    "uid": policy.uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": spec.to_k8s(),
-    }
-
-
-def _report(kube: Any, policy: AnalysisPolicy, name: str, out: dict[str, Any]) -> None:
-    """The plan without its per-partition list (a ConfigMap holds at most 1 MiB)."""
-    brief = {k: v for k, v in out.items() if k != "partitions"}
-    body = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": name,
-            "namespace": policy.namespace,
-            "labels": {"ebb.dev/retention-policy": policy.name[:63]},
-            "ownerReferences": [
-                {"apiVersion": "ebb.dev/v1alpha1", "kind": "RetentionPolicy", "name": policy.name,
-                 "uid": policy.uid}
-            ],
-        },
-        "data": {"plan.json": json.dumps(brief)},
-    }  # fmt: skip
-    kube.CoreV1Api().create_namespaced_config_map(policy.namespace, body)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,13 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        obj, kube = _read_policy(args)
-        policy = AnalysisPolicy.from_resource(obj)
-        connection = _connection(policy, args, kube)
-    except (PolicyError, ClusterConfigError, OSError, yaml.YAMLError) as e:
+        request = read_request(args)
+        policy = AnalysisPolicy.from_request(request)
+        connection = ClusterConnection.of(request.bootstrap_servers, request.client_properties)
+    except (PolicyError, ClusterConfigError, ValidationError, OSError, yaml.YAMLError, KeyError) as e:
         log.error("cannot analyse: %s", e)
         return 2
 
+    from ebb_operator.analysis.commits_admin import CommitsReadError
     from ebb_operator.analysis.job import run_analysis
     from ebb_operator.analysis.offsets_reader import OffsetsReadError
     from ebb_operator.analysis.offsets_records import OffsetsRecordError
@@ -168,47 +89,61 @@ def main(argv: list[str] | None = None) -> int:
 
     # Under spark-submit (a SparkApplication) PythonRunner sets the gateway variables: keep its master.
     master = args.master or (None if "PYSPARK_GATEWAY_PORT" in os.environ else "local[*]")
-    run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    now_ms = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
+    now_ms = args.now_ms or request.now_ms or int(time.time() * 1000)
     spark = spark_session(master)
     try:
         result = run_analysis(
-            spark, policy, connection, now_ms, maxRecordsPerSplit=args.max_records_per_split
+            spark,
+            policy,
+            connection,
+            now_ms,
+            empty_since=request.empty_since,
+            maxRecordsPerSplit=args.max_records_per_split,
         )
-    except (SnapshotError, OffsetsReadError, OffsetsRecordError) as e:
+    except (SnapshotError, OffsetsReadError, OffsetsRecordError, CommitsReadError) as e:
         log.error("cannot plan: %s (nothing was deleted)", e)
         return 1
     finally:
         spark.stop()
 
+    plan = result.plan
     # One DeleteRecords holds at most its CRD's limit of partitions: the biggest cuts go first, the
     # rest wait for the next run (they are reported as deferred, never silently dropped).
-    records = {(p.topic, p.partition): p.records for p in result.partitions}
-    by_size = sorted(result.deletes, key=lambda d: -records[d.topic, d.partition])
+    records = {(p.topic, p.partition): p.records for p in plan.partitions}
+    by_size = sorted(plan.deletes, key=lambda d: -records[d.topic, d.partition])
     chosen, deferred = by_size[:MAX_PARTITIONS], by_size[MAX_PARTITIONS:]
-    out: dict[str, Any] = {
-        "policy": f"{policy.namespace}/{policy.name}",
-        "runId": run_id,
-        "dryRun": policy.dry_run,
-        "nowMs": now_ms,
-        **result.to_json(),
-        "deleteRecords": None,
-        "deferredPartitions": len(deferred),
-    }
-    if chosen and kube is not None:
-        body = delete_records_object(policy, run_id, chosen, obj["spec"].get("cluster"))
-        kube.CustomObjectsApi().create_namespaced_custom_object(
-            "ebb.dev", "v1alpha1", policy.namespace, "deleterecords", body
+    out = RunPlan(
+        policy=f"{policy.namespace}/{policy.name}",
+        run_id=request.run_id,
+        dry_run=policy.dry_run,
+        now_ms=now_ms,
+        summary=plan.summary,
+        topics=plan.topics,
+        partitions=plan.partitions,
+        deletes=chosen,
+        counted_groups=plan.counted_groups,
+        deferred_partitions=len(deferred),
+        empty_since=result.empty_since,
+    )
+    if args.report_configmap:
+        from ebb_operator import kube  # only a SparkApplication's driver talks to the API server
+
+        labels = {kube.POLICY_LABEL: policy.name[:63], kube.RUN_LABEL: request.run_id[:63]}
+        kube.upsert_config_map(
+            policy.namespace, args.report_configmap, {PLAN_KEY: pack_plan(out)}, labels, None
         )
-        out["deleteRecords"] = body["metadata"]["name"]
-        log.info("created DeleteRecords %s with %d partitions", out["deleteRecords"], len(chosen))
-    text = json.dumps(out, indent=2)
-    if args.report_configmap and kube is not None:
-        _report(kube, policy, args.report_configmap, out)
+    text = out.model_dump_json(by_alias=True, indent=2)
     if args.output is not None:
         args.output.write_text(text + "\n")
-    else:
+    elif not args.report_configmap:
         print(text)
+    log.info(
+        "planned: %d cuts, %d records, %d bytes; %d partitions held",
+        len(chosen),
+        plan.summary.deletable_records,
+        plan.summary.reclaimable_bytes,
+        plan.summary.held_partitions,
+    )
     return 0
 
 

@@ -2,8 +2,9 @@
 
 Why a second place: this runs inside Spark executors, one offset range per task, and must stream millions
 of records with a plain consumer (assign + seek, no group) rather than the operator's admin adapter,
-which has no consume call and holds admin connections an executor must not open per task. It shares the
-adapter's `ClusterConnection`, so security settings are the same.
+which has no consume call and holds admin connections an executor must not open per task. It uses the
+same client library (kafka-python) and the adapter's `ClusterConnection`, so security settings are the
+same.
 
 `isolation.level=read_committed`: offsets committed inside a transaction that was aborted never reach
 the plan (Kafka's coordinator replays only committed transactional offset commits).
@@ -15,7 +16,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import KafkaError
 
 from ebb_operator.analysis.offsets_records import OFFSETS_TOPIC
 from ebb_operator.kafka import ClusterConnection
@@ -43,18 +45,14 @@ class RawRecord:
     value: bytes | None
 
 
-def _consumer(connection: ClusterConnection) -> Consumer:
-    return Consumer(
-        {
-            **connection.librdkafka_config(),
-            # A group id is mandatory for librdkafka consumers; with assign() and no commits it never joins.
-            "group.id": "ebb-analysis-reader",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest",
-        }
+def _consumer(connection: ClusterConnection) -> KafkaConsumer:
+    return KafkaConsumer(
+        **connection.client_config(),
+        group_id=None,  # assign + seek: no group, no commits
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+        max_poll_records=5000,
     )
 
 
@@ -65,37 +63,43 @@ def offset_ranges(
     max_records_per_range: int = 1_000_000,
     timeout: float = 30.0,
 ) -> list[OffsetRange]:
-    """Split every partition of `topic` into ranges of at most `max_records_per_range` offsets."""
+    """Split every partition of `topic` into ranges of at most `max_records_per_range` offsets, up to
+    the last stable offset (a read_committed consumer's end: open transactions are not read)."""
     consumer = _consumer(connection)
     try:
-        md = consumer.list_topics(topic, timeout=timeout)
-        meta = md.topics.get(topic)
-        if meta is None or (meta.error is not None and meta.error.code() != KafkaError.NO_ERROR):
-            raise OffsetsReadError(f"cannot list partitions of {topic}: {meta.error if meta else 'absent'}")
+        partitions = consumer.partitions_for_topic(topic)
+        if not partitions:
+            raise OffsetsReadError(f"cannot list the partitions of {topic}")
+        tps = [TopicPartition(topic, p) for p in sorted(partitions)]
+        try:
+            lows = consumer.beginning_offsets(tps, timeout_ms=int(timeout * 1000))
+            highs = consumer.end_offsets(tps, timeout_ms=int(timeout * 1000))
+        except KafkaError as e:
+            raise OffsetsReadError(f"cannot read the offsets of {topic}: {e}") from e
         ranges: list[OffsetRange] = []
-        for p in sorted(meta.partitions):
-            try:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
-            except KafkaException as e:
-                raise OffsetsReadError(f"cannot read the offsets of {topic}-{p}: {e}") from e
-            for start in range(low, high, max_records_per_range):
-                ranges.append(OffsetRange(topic, p, start, min(start + max_records_per_range, high)))
+        for tp in tps:
+            for start in range(lows[tp], highs[tp], max_records_per_range):
+                ranges.append(
+                    OffsetRange(topic, tp.partition, start, min(start + max_records_per_range, highs[tp]))
+                )
         return ranges
     finally:
         consumer.close()
 
 
 def read_range(
-    connection: ClusterConnection, rng: OffsetRange, *, idle_timeout: float = 30.0, batch: int = 5000
+    connection: ClusterConnection, rng: OffsetRange, *, idle_timeout: float = 30.0
 ) -> Iterator[RawRecord]:
     """Every committed record of the range, in offset order. Raises if the broker stops answering."""
     consumer = _consumer(connection)
+    tp = TopicPartition(rng.topic, rng.partition)
     try:
-        consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
+        consumer.assign([tp])
+        consumer.seek(tp, rng.start)
         last_progress = time.monotonic()
-        while True:
-            msgs = consumer.consume(num_messages=batch, timeout=1.0)
-            if not msgs:
+        while consumer.position(tp, timeout_ms=int(idle_timeout * 1000)) < rng.end:
+            records = consumer.poll(timeout_ms=1000).get(tp, [])
+            if not records:
                 if time.monotonic() - last_progress > idle_timeout:
                     raise OffsetsReadError(
                         f"no data from {rng.topic}-{rng.partition} for {idle_timeout:.0f}s "
@@ -103,20 +107,11 @@ def read_range(
                     )
                 continue
             last_progress = time.monotonic()
-            for m in msgs:
-                err = m.error()
-                if err is not None:
-                    # End of what a read_committed consumer may see (the last stable offset): done.
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        return
-                    raise OffsetsReadError(f"reading {rng.topic}-{rng.partition}: {err}")
-                offset = m.offset()
-                if offset is None:  # only error events have no offset, and those were handled above
-                    continue
-                if offset >= rng.end:
+            for m in records:
+                if m.offset >= rng.end:
                     return
-                yield RawRecord(rng.partition, offset, m.key(), m.value())
-                if offset >= rng.end - 1:
-                    return
+                yield RawRecord(rng.partition, m.offset, m.key, m.value)
+    except KafkaError as e:
+        raise OffsetsReadError(f"reading {rng.topic}-{rng.partition}: {e}") from e
     finally:
         consumer.close()

@@ -8,14 +8,15 @@ the latest value, exactly what the coordinator replays when it loads the partiti
 
 Usage:
     spark.dataSource.register(ConsumerOffsetsDataSource)
-    raw = spark.read.format("ebb_consumer_offsets").option("bootstrap.servers", "host:9092").load()
-Options: `bootstrap.servers` (required), `kafka.<property>` client properties (security.protocol, sasl.*,
-ssl.*), `topic` (default __consumer_offsets), `maxRecordsPerSplit` (default 1000000),
+    raw = read_offsets_topic(spark, connection)
+Options: `connection` (required: the ClusterConnection as JSON, bootstrap servers and client properties),
+`topic` (default __consumer_offsets), `maxRecordsPerSplit` (default 1000000),
 `idleTimeoutSeconds` (default 30: a range that stops delivering fails the job rather than being cut short).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,12 +30,12 @@ from ebb_operator.analysis.offsets_records import GROUP_KIND, OFFSET_KIND, RAW_S
 from ebb_operator.kafka import ClusterConnection
 
 SOURCE_NAME = "ebb_consumer_offsets"
+
+
 def _connection(options: dict[str, str]) -> ClusterConnection:
-    servers = options.get("bootstrap.servers")
-    if not servers:
-        raise ValueError(f"the {SOURCE_NAME} data source needs the option bootstrap.servers")
-    props = {k.removeprefix("kafka."): v for k, v in options.items() if k.startswith("kafka.")}
-    return ClusterConnection.resolve(servers, props)
+    if "connection" not in options:
+        raise ValueError(f"the {SOURCE_NAME} data source needs the option connection (JSON)")
+    return ClusterConnection.from_json(json.loads(options["connection"]))
 
 
 class ConsumerOffsetsReader(DataSourceReader):
@@ -77,9 +78,7 @@ class ConsumerOffsetsDataSource(DataSource):
 def read_offsets_topic(spark: SparkSession, connection: ClusterConnection, **options: str) -> DataFrame:
     """The raw rows of `__consumer_offsets` on `connection` (RAW_SCHEMA)."""
     spark.dataSource.register(ConsumerOffsetsDataSource)
-    reader = spark.read.format(SOURCE_NAME).option("bootstrap.servers", connection.bootstrap_servers)
-    for k, v in connection.properties.items():
-        reader = reader.option(f"kafka.{k}", v)
+    reader = spark.read.format(SOURCE_NAME).option("connection", json.dumps(connection.to_json()))
     for k, v in options.items():
         reader = reader.option(k, v)
     return reader.load()

@@ -9,13 +9,14 @@ Inputs (DataFrames; `snapshot.py` and `offsets_source.py` produce them):
   offsets    group, topic, partition, committed_offset, commit_timestamp   latest commit per key
   partitions topic, partition, log_start, high_watermark, size_bytes, time_offset, error
   topics     topic, cleanup_policy, error
-  groups     group, state, members, topics (array), error                  from DescribeGroups
+  groups     group, state, members, topics (array), error, empty_since     from DescribeGroups (and
+             the operator's memory of when it first saw the group empty)
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -23,7 +24,14 @@ from pyspark.sql import functions as F
 
 from ebb_operator.analysis.policy import AnalysisPolicy
 from ebb_operator.models.delete_records import PartitionOffset
-from ebb_operator.models.plan import HeldPartition, HoldReason, PartitionPlan, PlanSummary, TopicPlan
+from ebb_operator.models.plan import (
+    HeldPartition,
+    HoldReason,
+    LimitingGroup,
+    PartitionPlan,
+    PlanSummary,
+    TopicPlan,
+)
 
 # Partition status.
 DELETABLE = "Deletable"  # records below delete_before can go: in the DeleteRecords object
@@ -53,7 +61,9 @@ PARTITIONS_SCHEMA = (
     "error string"
 )
 TOPICS_SCHEMA = "topic string, cleanup_policy string, error string"
-GROUPS_SCHEMA = "group string, state string, members int, topics array<string>, error string"
+GROUPS_SCHEMA = (
+    "group string, state string, members int, topics array<string>, error string, empty_since long"
+)
 
 PLAN_COLUMNS = (
     "topic",
@@ -67,6 +77,8 @@ PLAN_COLUMNS = (
     "delete_before",
     "records",
     "bytes",
+    "lag_records",
+    "lag_bytes",
 )
 
 
@@ -85,21 +97,35 @@ def classify_groups(offsets: DataFrame, groups: DataFrame, policy: AnalysisPolic
         # A required group counts before it has ever shown up: its absence is exactly what must hold deletes.
         names = offsets.sparkSession.createDataFrame([(g,) for g in policy.required], "group string")
         known = known.join(names, "group", "full_outer")
-    by_pattern = _matches(F.col("group"), policy.groups_include) & ~_matches(
-        F.col("group"), policy.groups_exclude
+    # A group outside the namespace's grant (KafkaCluster spec.access[].groups) cannot be left out: it
+    # counts as if included, and never expires.
+    discountable = (
+        F.lit(True)
+        if policy.discountable_groups is None
+        else _matches(F.col("group"), policy.discountable_groups)
     )
+    by_pattern = (
+        _matches(F.col("group"), policy.groups_include) & ~_matches(F.col("group"), policy.groups_exclude)
+    ) | ~discountable
     required = F.col("group").isin(list(policy.required)) if policy.required else F.lit(False)
     if policy.inactive_after_ms is None:
         inactive = F.lit(False)
     else:
-        # Pulsar-style expiry: no members and no commit for inactiveAfter. A group whose description failed
-        # is never called inactive (its members are unknown), and a required group never expires.
+        # Pulsar-style expiry: no members and no commit for inactiveAfter. Where commit times are unknown
+        # (the Admin API source: OffsetFetch carries none), the group must have been seen empty for as
+        # long (the coordinator's state timestamp, or the operator's memory across runs). A group whose
+        # description failed is never called inactive (its members are unknown); a required group, or
+        # one the namespace may not leave out, never expires.
         cutoff = now_ms - policy.inactive_after_ms
+        quiet = F.when(F.col("last_commit").isNotNull(), F.col("last_commit") < cutoff).otherwise(
+            F.col("empty_since").isNotNull() & (F.col("empty_since") <= cutoff)
+        )
         inactive = (
             (F.coalesce(F.col("members"), F.lit(0)) == 0)
             & F.col("error").isNull()
-            & (F.col("last_commit").isNull() | (F.col("last_commit") < cutoff))
+            & quiet
             & ~required
+            & discountable
         )
     return known.select(
         "group",
@@ -120,6 +146,24 @@ def compute_plan(
     now_ms: int,
 ) -> DataFrame:
     """The plan: one row per partition of every matched topic, with the columns of PLAN_COLUMNS."""
+    return plan_frames(offsets, partitions, topics, groups, policy, now_ms).plan
+
+
+@dataclass(frozen=True)
+class PlanFrames:
+    plan: DataFrame  # PLAN_COLUMNS, one row per partition
+    counted: DataFrame  # `group`: the counted groups that read a matched topic (the DeleteRecords' guard)
+
+
+def plan_frames(
+    offsets: DataFrame,
+    partitions: DataFrame,
+    topics: DataFrame,
+    groups: DataFrame,
+    policy: AnalysisPolicy,
+    now_ms: int,
+) -> PlanFrames:
+    """The plan and the groups it counted."""
     topic_col = F.col("topic")
     matched = topics.filter(
         _matches(topic_col, policy.topics_include)
@@ -215,7 +259,8 @@ def compute_plan(
         .join(F.broadcast(outsiders), "topic", "left")
         .crossJoin(F.broadcast(failed_groups))
     )
-    return _decide(plan, policy).select(*PLAN_COLUMNS)
+    counted = counted_readers.select("group").distinct()
+    return PlanFrames(_decide(plan, policy).select(*PLAN_COLUMNS), counted)
 
 
 def _decide(plan: DataFrame, policy: AnalysisPolicy) -> DataFrame:
@@ -265,8 +310,15 @@ def _decide(plan: DataFrame, policy: AnalysisPolicy) -> DataFrame:
     est_bytes = F.when(
         (c("records") > 0) & (span > 0), (c("size_bytes") * c("records") / span).cast("long")
     ).otherwise(F.lit(0))
+    # How far the slowest counted group lags the high watermark: what it holds on disk.
+    lag = F.when(c("min_committed").isNotNull(), c("high_watermark") - c("min_committed")).otherwise(F.lit(0))
+    lag_bytes = F.when(
+        (c("lag_records") > 0) & (span > 0), (c("size_bytes") * c("lag_records") / span).cast("long")
+    )
     return (
         plan.withColumn("status", status)
+        .withColumn("lag_records", F.greatest(lag, F.lit(0)).cast("long"))
+        .withColumn("lag_bytes", F.coalesce(lag_bytes, F.lit(0)).cast("long"))
         .withColumn("reason", F.when(c("status") == UP_TO_DATE, F.lit(NOTHING_TO_DELETE)).otherwise(reason))
         .withColumn("limited_by", F.when(~is_held, free_reason))
         .withColumn("blocking_groups", F.coalesce(blocking, empty))
@@ -276,27 +328,27 @@ def _decide(plan: DataFrame, policy: AnalysisPolicy) -> DataFrame:
     )
 
 
+MAX_LIMITING_PER_TOPIC = 10
+
+
 @dataclass
 class PlanResult:
-    """The collected plan: the summary and per-topic list for the policy status, the partitions to delete."""
+    """The collected plan: the summary and per-topic list for the policy status, the partitions to delete,
+    and the counted groups (the DeleteRecords' ConsumedBy guard)."""
 
     summary: PlanSummary
     topics: list[TopicPlan]
     partitions: list[PartitionPlan]
     deletes: list[PartitionOffset]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "summary": self.summary.model_dump(by_alias=True, mode="json"),
-            "topics": [t.model_dump(by_alias=True, mode="json") for t in self.topics],
-            "partitions": [p.model_dump(by_alias=True, mode="json") for p in self.partitions],
-        }
+    counted_groups: list[str] = field(default_factory=list)
 
 
-def summarize(plan: DataFrame, max_held_per_topic: int = 100) -> PlanResult:
+def summarize(frames: PlanFrames | DataFrame, max_held_per_topic: int = 100) -> PlanResult:
     """Collect the plan (one row per partition: small next to the offsets) into the shared plan models."""
+    plan = frames.plan if isinstance(frames, PlanFrames) else frames
     partitions: list[PartitionPlan] = []
     topics: dict[str, TopicPlan] = {}
+    limiting: dict[str, dict[str, LimitingGroup]] = {}
     deletes: list[PartitionOffset] = []
     for r in plan.orderBy("topic", "partition").toLocalIterator():
         reason = HoldReason(r.reason) if r.reason is not None else None
@@ -311,23 +363,40 @@ def summarize(plan: DataFrame, max_held_per_topic: int = 100) -> PlanResult:
                 bytes=r.bytes,
                 reason=reason,
                 blocking_groups=list(r.blocking_groups),
+                lag_records=r.lag_records,
+                lag_bytes=r.lag_bytes,
             )
         )
         t = topics.setdefault(r.topic, TopicPlan(topic=r.topic))
         t.partitions += 1
         t.deletable_records += r.records
         t.reclaimable_bytes += r.bytes
-        if r.status in (HELD, NOT_DELETABLE) and reason is not None and len(t.held) < max_held_per_topic:
-            t.held.append(
-                HeldPartition(partition=r.partition, reason=reason, blocking_groups=list(r.blocking_groups))
-            )
+        if r.status in (HELD, NOT_DELETABLE) and reason is not None:
+            t.held_count += 1
+            if len(t.held) < max_held_per_topic:
+                t.held.append(
+                    HeldPartition(
+                        partition=r.partition, reason=reason, blocking_groups=list(r.blocking_groups)
+                    )
+                )
+        if r.limited_by == LIMITED_BY_CONSUMERS or reason is HoldReason.NOTHING_TO_DELETE:
+            for g in r.blocking_groups:
+                entry = limiting.setdefault(r.topic, {}).setdefault(g, LimitingGroup(group=g))
+                entry.partitions += 1
+                entry.lag_records += r.lag_records
+                entry.lag_bytes += r.lag_bytes
         if r.status == DELETABLE:
             deletes.append(PartitionOffset(topic=r.topic, partition=r.partition, offset=r.delete_before))
+    for name, groups in limiting.items():
+        ranked = sorted(groups.values(), key=lambda g: (-g.lag_bytes, -g.lag_records, g.group))
+        topics[name].limiting = ranked[:MAX_LIMITING_PER_TOPIC]
+        topics[name].limiting_count = len(ranked)
     summary = PlanSummary(
         topics=len(topics),
         partitions=len(partitions),
         deletable_records=sum(t.deletable_records for t in topics.values()),
         reclaimable_bytes=sum(t.reclaimable_bytes for t in topics.values()),
-        held_partitions=sum(1 for p in partitions if p.reason not in (None, HoldReason.NOTHING_TO_DELETE)),
+        held_partitions=sum(t.held_count for t in topics.values()),
     )
-    return PlanResult(summary, list(topics.values()), partitions, deletes)
+    counted = sorted(r.group for r in frames.counted.collect()) if isinstance(frames, PlanFrames) else []
+    return PlanResult(summary, list(topics.values()), partitions, deletes, counted)

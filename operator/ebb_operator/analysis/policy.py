@@ -8,13 +8,14 @@ keeps its own flat structure so a benchmark or a test can build one without a Ku
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
 
 from ebb_operator.models.common import duration_ms
-from ebb_operator.models.retention_policy import RetentionPolicySpec
+from ebb_operator.models.retention_policy import OffsetsSource, RetentionPolicySpec
+from ebb_operator.models.run import RunRequest
 
 
 class PolicyError(ValueError):
@@ -37,8 +38,40 @@ class AnalysisPolicy:
     inactive_after_ms: int | None = None
     dry_run: bool = False
     uid: str | None = None
-    bootstrap_servers: str | None = None
-    secret_name: str | None = None
+    # Groups the policy may leave out (its namespace's KafkaCluster grant); None: any group. A group
+    # outside these always counts, whatever include, exclude and inactiveAfter say.
+    discountable_groups: tuple[str, ...] | None = None
+    offsets_source: OffsetsSource = OffsetsSource.ADMIN_API
+
+    @classmethod
+    def from_request(cls, request: RunRequest) -> AnalysisPolicy:
+        """The policy of a run the operator requested (spec already validated, grant already applied)."""
+        policy = cls.from_spec(
+            request.policy.namespace, request.policy.name, request.policy.uid, request.spec
+        )
+        groups = request.discountable_groups
+        return replace(policy, discountable_groups=tuple(groups) if groups is not None else None)
+
+    @classmethod
+    def from_spec(
+        cls, namespace: str, name: str, uid: str | None, spec: RetentionPolicySpec
+    ) -> AnalysisPolicy:
+        consumers = spec.consumers
+        return cls(
+            namespace=namespace,
+            name=name,
+            uid=uid,
+            consumed_retention_ms=duration_ms(spec.consumed_retention),
+            topics_include=tuple(spec.topics.include),
+            topics_exclude=tuple(spec.topics.exclude),
+            groups_include=tuple(consumers.include),
+            groups_exclude=tuple(consumers.exclude),
+            required=tuple(consumers.required),
+            exclusive=consumers.exclusive,
+            inactive_after_ms=duration_ms(consumers.inactive_after) if consumers.inactive_after else None,
+            dry_run=spec.dry_run,
+            offsets_source=spec.analysis.offsets_source,
+        )
 
     @classmethod
     def from_resource(cls, obj: Mapping[str, Any]) -> AnalysisPolicy:
@@ -52,21 +85,6 @@ class AnalysisPolicy:
             spec = RetentionPolicySpec.model_validate(obj.get("spec") or {})
         except ValidationError as e:
             raise PolicyError(f"spec of RetentionPolicy {meta.get('name')}: {e}") from e
-        consumers = spec.consumers
-        cluster = spec.cluster
-        return cls(
-            namespace=str(meta.get("namespace") or "default"),
-            name=str(meta["name"]),
-            uid=meta.get("uid"),
-            consumed_retention_ms=duration_ms(spec.consumed_retention),
-            topics_include=tuple(spec.topics.include),
-            topics_exclude=tuple(spec.topics.exclude),
-            groups_include=tuple(consumers.include),
-            groups_exclude=tuple(consumers.exclude),
-            required=tuple(consumers.required),
-            exclusive=consumers.exclusive,
-            inactive_after_ms=duration_ms(consumers.inactive_after) if consumers.inactive_after else None,
-            dry_run=spec.dry_run,
-            bootstrap_servers=cluster.bootstrap_servers if cluster else None,
-            secret_name=cluster.secret_ref.name if cluster and cluster.secret_ref else None,
+        return cls.from_spec(
+            str(meta.get("namespace") or "default"), str(meta["name"]), meta.get("uid"), spec
         )

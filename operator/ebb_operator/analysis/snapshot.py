@@ -9,7 +9,7 @@ failures that leave the whole picture unknown (listing topics or groups) raise.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ebb_operator.analysis.plan import GROUPS_SCHEMA, PARTITIONS_SCHEMA, TOPICS_SCHEMA
 from ebb_operator.analysis.policy import AnalysisPolicy
 from ebb_operator.kafka import EARLIEST, LATEST, ClusterAdmin, TopicPartition
+from ebb_operator.models.common import full_match
 
 
 class SnapshotError(RuntimeError):
@@ -42,19 +43,20 @@ class Snapshot:
 
 
 def matched_topics(names: list[str], policy: AnalysisPolicy) -> list[str]:
-    """Topics the policy selects (full match, like the plan's own filter); only these are looked up."""
-    inc = [re.compile(p) for p in policy.topics_include]
-    exc = [re.compile(p) for p in policy.topics_exclude]
+    """Topics the policy selects (RE2 full match, as the operator matches); only these are looked up."""
     return sorted(
         n
         for n in names
         if not n.startswith("__")
-        and any(p.fullmatch(n) for p in inc)
-        and not any(p.fullmatch(n) for p in exc)
+        and any(full_match(p, n) for p in policy.topics_include)
+        and not any(full_match(p, n) for p in policy.topics_exclude)
     )
 
 
-def take_snapshot(admin: ClusterAdmin, policy: AnalysisPolicy, now_ms: int) -> Snapshot:
+def take_snapshot(
+    admin: ClusterAdmin, policy: AnalysisPolicy, now_ms: int, empty_since: Mapping[str, int] | None = None
+) -> Snapshot:
+    """The snapshot; `empty_since` is the operator's memory of when it first saw each group empty."""
     try:
         md = admin.metadata()
     except Exception as e:
@@ -112,13 +114,21 @@ def take_snapshot(admin: ClusterAdmin, policy: AnalysisPolicy, now_ms: int) -> S
         raise SnapshotError(f"cannot list consumer groups: {e}") from e
     described = admin.describe_groups(g.group_id for g in listings)
     group_rows: list[tuple[Any, ...]] = []
+    memory = empty_since or {}
     for g in listings:
         d = described.get(g.group_id)
         if d is None or d.error is not None:
-            group_rows.append(
-                (g.group_id, g.state, None, [], f"DescribeGroups: {d.error if d else 'no answer'}")
-            )
+            failure = f"DescribeGroups: {d.error if d else 'no answer'}"
+            group_rows.append((g.group_id, g.state, None, [], failure, None))
             continue
-        assigned = sorted({tp.topic for m in d.members for tp in m.assignment})
-        group_rows.append((g.group_id, d.state, len(d.members), assigned, None))
+        topics = {tp.topic for m in d.members for tp in m.assignment} | {
+            t for m in d.members for t in m.subscription
+        }
+        since = min(memory.get(g.group_id, now_ms), now_ms) if not d.members else None
+        group_rows.append((g.group_id, d.state, len(d.members), sorted(topics), None, since))
     return Snapshot(now_ms, part_rows, topic_rows, group_rows)
+
+
+def empty_groups(snapshot: Snapshot) -> dict[str, int]:
+    """The memory for the next run: every group seen empty, since when (groups with members drop out)."""
+    return {row[0]: row[5] for row in snapshot.groups if row[5] is not None}

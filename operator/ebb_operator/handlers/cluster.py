@@ -1,35 +1,103 @@
-"""From an object's `spec.cluster` to a ClusterConnection: the one place Secrets meet the kafka adapter."""
+"""From a tenant object's cluster fields to a connection it may use and what its namespace may do there.
+
+`spec.clusterRef.name` names a KafkaCluster (the admin's registry); its credentials are read from a
+Secret in the operator's own namespace, and its grants decide the namespace's Access. Without a
+clusterRef the operator's default KafkaCluster applies. The inline `spec.cluster` (its Secret in the
+object's own namespace) is accepted only where the operator allows inline clusters, for single-team
+installs; it is then unrestricted. Nothing here talks to Kafka except `cluster_id`.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
-from kubernetes.client import ApiException
+from ebb_operator import kube
+from ebb_operator.access import Access, Forbidden, access_for
+from ebb_operator.handlers.errors import ClusterUnreachable
+from ebb_operator.handlers.runtime import Runtime
+from ebb_operator.kafka import ClusterConnection
+from ebb_operator.models.common import ClusterRef, KafkaClusterRef
+from ebb_operator.models.kafka_cluster import CRD as KC_CRD
+from ebb_operator.models.kafka_cluster import KafkaClusterSpec
 
-from ebb_operator.handlers import kube
-from ebb_operator.kafka import ClusterConfigError, ClusterConnection
-from ebb_operator.models.common import ClusterRef
-
-
-class ClusterSecretError(ClusterConfigError):
-    """The referenced Secret cannot be read (missing, forbidden)."""
-
-
-async def connection_for(cluster: ClusterRef | None, namespace: str) -> ClusterConnection:
-    """bootstrapServers and the Secret's client properties, or the operator's default cluster."""
-    properties: dict[str, str] = {}
-    if cluster is not None and cluster.secret_ref is not None:
-        try:
-            properties = await asyncio.to_thread(kube.read_secret, namespace, cluster.secret_ref.name)
-        except ApiException as exc:
-            raise ClusterSecretError(
-                f"cannot read Secret {namespace}/{cluster.secret_ref.name}: {exc.status} {exc.reason}"
-            ) from exc
-    return ClusterConnection.resolve(cluster.bootstrap_servers if cluster else None, properties)
+KAFKA_CLUSTERS = kube.Resource.ebb(KC_CRD.plural, KC_CRD.kind)
 
 
-def cluster_key(cluster: ClusterRef | None) -> str:
-    """Identity of a target cluster for conflict detection (same bootstrap list = same cluster)."""
-    if cluster is None or cluster.bootstrap_servers is None:
-        return "<default>"
-    return ",".join(sorted(cluster.bootstrap_servers.split(",")))
+@dataclass(frozen=True)
+class Target:
+    """The cluster an object acts on: how to connect, what its namespace may do, how it is named."""
+
+    connection: ClusterConnection
+    access: Access
+    reference: str  # the KafkaCluster's name, or "inline:<bootstrap servers>"
+
+
+async def kafka_cluster_spec(name: str) -> KafkaClusterSpec:
+    try:
+        obj = await asyncio.to_thread(kube.get_object, kube.ObjectRef(KAFKA_CLUSTERS, "", name))
+    except kube.NotFoundError:
+        raise ClusterUnreachable(f"KafkaCluster {name} does not exist") from None
+    return KafkaClusterSpec.model_validate(obj.get("spec") or {})
+
+
+async def credentials(rt: Runtime, name: str, spec: KafkaClusterSpec) -> dict[str, str]:
+    """The KafkaCluster's client properties, from its Secret in the operator's namespace."""
+    if spec.credentials is None:
+        return {}
+    secret = spec.credentials.secret_ref.name
+    try:
+        return await asyncio.to_thread(kube.read_secret, rt.settings.namespace, secret)
+    except kube.KubeApiError as exc:
+        raise ClusterUnreachable(
+            f"KafkaCluster {name}: cannot read Secret {rt.settings.namespace}/{secret}: {exc}"
+        ) from exc
+
+
+async def resolve(
+    rt: Runtime, namespace: str, cluster_ref: KafkaClusterRef | None, inline: ClusterRef | None
+) -> Target:
+    """The object's target; Forbidden, ClusterUnreachable or ClusterConfigError when it has none."""
+    settings = rt.settings
+    if inline is not None:
+        if not settings.allow_inline_clusters:
+            raise Forbidden(
+                "spec.cluster (an inline cluster) is not allowed by this operator "
+                "(operator.allowInlineClusters): name a KafkaCluster in spec.clusterRef"
+            )
+        props: dict[str, str] = {}
+        if inline.secret_ref is not None:
+            try:
+                props = await asyncio.to_thread(kube.read_secret, namespace, inline.secret_ref.name)
+            except kube.KubeApiError as exc:
+                raise ClusterUnreachable(
+                    f"cannot read Secret {namespace}/{inline.secret_ref.name}: {exc}"
+                ) from exc
+        servers = inline.bootstrap_servers or settings.default_bootstrap_servers
+        return Target(ClusterConnection.of(servers, props), Access.inline(namespace), f"inline:{servers}")
+    name = cluster_ref.name if cluster_ref is not None else settings.default_cluster
+    if name is None:
+        if settings.allow_inline_clusters and settings.default_bootstrap_servers:
+            servers = settings.default_bootstrap_servers
+            return Target(ClusterConnection.of(servers), Access.inline(namespace), f"inline:{servers}")
+        raise ClusterUnreachable(
+            "name a KafkaCluster in spec.clusterRef (the operator has no default cluster)"
+        )
+    spec = await kafka_cluster_spec(name)
+    labels = await asyncio.to_thread(kube.namespace_labels, namespace) if _needs_labels(spec) else {}
+    access = access_for(name, spec, namespace, labels)
+    connection = ClusterConnection.of(spec.bootstrap_servers, await credentials(rt, name, spec))
+    return Target(connection, access, name)
+
+
+def _needs_labels(spec: KafkaClusterSpec) -> bool:
+    return any(g.namespace_selector is not None for g in spec.access)
+
+
+async def cluster_id(rt: Runtime, target: Target) -> str:
+    """DescribeCluster's id of the target (cached per reference): two spellings of one cluster agree."""
+    found = rt.cluster_ids.get(target.reference)
+    if found is None:
+        found = await rt.admins.call(target.connection, lambda admin: admin.cluster_id())
+        rt.cluster_ids[target.reference] = found
+    return found

@@ -2,10 +2,12 @@
 
 Plan without side effects, apply in one IncrementalAlterConfigs batch (only keys that differ, so a
 drifted key is SET back and nothing else is touched), write status once (Strimzi's topic operator).
-A topic matched by two CompactionConfigs on one cluster belongs to the oldest one; the others
-report Conflict naming it (Strimzi's ResourceConflict rule). A setting DescribeConfigs does not
-list for a topic is one the cluster lacks (Apache Kafka has no KIP-87 tombstone.null.value.enable):
-it is reported as Unsupported, never sent.
+Nothing is written to Kafka unless the namespace's grant allows Compaction on every matched topic. A
+topic matched by two CompactionConfigs on one cluster belongs to the oldest one; the others report
+Conflict naming it (Strimzi's ResourceConflict rule). "One cluster" means one cluster id (DescribeCluster),
+not one bootstrap string, and an object refused by its grant owns nothing. A setting DescribeConfigs does
+not list for a topic is one the cluster lacks (Apache Kafka has no KIP-87 tombstone.null.value.enable): it
+is reported as Unsupported, never sent.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ from typing import Any
 import kopf
 from pydantic import ValidationError
 
-from ebb_operator import metrics
-from ebb_operator.handlers import kube
-from ebb_operator.handlers.cluster import cluster_key, connection_for
-from ebb_operator.handlers.settings import RESYNC_SECONDS
+from ebb_operator import kube, metrics
+from ebb_operator.access import Forbidden
+from ebb_operator.handlers import cluster
+from ebb_operator.handlers.runtime import Runtime, runtime
+from ebb_operator.handlers.status import StatusWriter
 from ebb_operator.kafka import ClusterAdmin, ClusterConfigError, TopicConfigs
-from ebb_operator.models.common import GROUP, VERSION, ConditionStatus, now_rfc3339, set_condition
+from ebb_operator.models.common import GROUP, VERSION, ConditionStatus, now_rfc3339
 from ebb_operator.models.compaction_config import (
     CRD,
     CompactionConfigSpec,
@@ -33,6 +36,7 @@ from ebb_operator.models.compaction_config import (
     TopicStatus,
 )
 
+RESOURCE = kube.Resource.ebb(CRD.plural, CRD.kind)
 KIND = CRD.kind
 log = logging.getLogger(__name__)
 _locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
@@ -44,8 +48,9 @@ class Claim:
 
     owner: str  # namespace/name
     created: str  # creationTimestamp (RFC 3339 sorts as time)
-    cluster: str
+    cluster: str  # the cluster's id once known, else how the object names it
     spec: CompactionConfigSpec
+    active: bool = True  # False when its grant refused it: it owns nothing
 
 
 def same_value(key: str, current: str | None, desired: str) -> bool:
@@ -62,7 +67,7 @@ def same_value(key: str, current: str | None, desired: str) -> bool:
 
 def winner(topic: str, me: Claim, claims: list[Claim]) -> Claim:
     """The oldest CompactionConfig on the same cluster matching `topic` (ties broken by name)."""
-    rivals = [c for c in claims if c.cluster == me.cluster and c.spec.topics.matches(topic)]
+    rivals = [c for c in claims if c.active and c.cluster == me.cluster and c.spec.topics.matches(topic)]
     return min([me, *rivals], key=lambda c: (c.created, c.owner))
 
 
@@ -79,147 +84,170 @@ def plan_topic(
     return changes, unsupported
 
 
+def _reference(spec: CompactionConfigSpec, rt: Runtime | None) -> str:
+    if spec.cluster is not None:
+        servers = spec.cluster.bootstrap_servers or (rt.settings.default_bootstrap_servers if rt else "")
+        return f"inline:{servers}"
+    if spec.cluster_ref is not None:
+        return spec.cluster_ref.name
+    return (rt.settings.default_cluster if rt else None) or ""
+
+
 @kopf.index(GROUP, VERSION, CRD.plural, id="compactionconfig_claims")
-def compactionconfig_claims(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[str, Claim]:
+def compactionconfig_claims(
+    body: kopf.Body, namespace: str | None, name: str, memo: kopf.Memo, **_: Any
+) -> dict[str, Claim]:
     """Every CompactionConfig's claim, kept current by kopf's watch (no listing on each reconcile)."""
     try:
         spec = CompactionConfigSpec.model_validate(dict(body.spec))
     except ValidationError:
         return {}
+    rt = memo.get("runtime")
+    reference = _reference(spec, rt if isinstance(rt, Runtime) else None)
+    cluster_key = rt.cluster_ids.get(reference, reference) if isinstance(rt, Runtime) else reference
+    conditions: list[dict[str, Any]] = (body.get("status") or {}).get("conditions") or []
+    ready = next((c for c in conditions if c.get("type") == "Ready"), {})
     owner = f"{namespace}/{name}"
-    return {
-        owner: Claim(owner, str(body.metadata.get("creationTimestamp", "")), cluster_key(spec.cluster), spec)
-    }
+    created = str(body.metadata.get("creationTimestamp", ""))
+    return {owner: Claim(owner, created, cluster_key, spec, ready.get("reason") != "Forbidden")}
 
 
 # kopf hands each handler its indices as extra keyword arguments (`compactionconfig_claims`), which its
 # handler protocols do not declare: mypy cannot match these three handlers, hence the ignores.
 @kopf.on.create(GROUP, VERSION, CRD.plural, id="compactionconfig-create")  # type: ignore[arg-type]  # index kwarg
 async def compactionconfig_create(
-    body: kopf.Body, compactionconfig_claims: kopf.Index[str, Claim], **_: Any
+    body: kopf.Body, compactionconfig_claims: kopf.Index[str, Claim], memo: kopf.Memo, **_: Any
 ) -> None:
-    await _reconcile(body, compactionconfig_claims)
+    await _reconcile(runtime(memo), body, compactionconfig_claims)
 
 
 @kopf.on.update(GROUP, VERSION, CRD.plural, id="compactionconfig-update")  # type: ignore[arg-type]  # index kwarg
 async def compactionconfig_update(
-    body: kopf.Body, compactionconfig_claims: kopf.Index[str, Claim], **_: Any
+    body: kopf.Body, compactionconfig_claims: kopf.Index[str, Claim], memo: kopf.Memo, **_: Any
 ) -> None:
-    await _reconcile(body, compactionconfig_claims)
+    await _reconcile(runtime(memo), body, compactionconfig_claims)
 
 
-@kopf.timer(  # type: ignore[arg-type]  # index kwarg
-    GROUP,
-    VERSION,
-    CRD.plural,
-    id="compactionconfig-resync",
-    interval=RESYNC_SECONDS,
-    initial_delay=RESYNC_SECONDS,
-)
 async def compactionconfig_resync(
-    body: kopf.Body, compactionconfig_claims: kopf.Index[str, Claim], **_: Any
+    body: kopf.Body, compactionconfig_claims: kopf.Index[str, Claim], memo: kopf.Memo, **_: Any
 ) -> None:
-    """Periodic resync: corrects drift and reaches topics created after the last pass."""
-    await _reconcile(body, compactionconfig_claims)
+    """Periodic resync (a timer registered by handlers.register, its interval an operator setting):
+    corrects drift and reaches topics created after the last pass."""
+    await _reconcile(runtime(memo), body, compactionconfig_claims)
 
 
-async def _reconcile(body: kopf.Body, claims_index: kopf.Index[str, Claim]) -> None:
+async def _reconcile(rt: Runtime, body: kopf.Body, claims_index: kopf.Index[str, Claim]) -> None:
     async with _locks[str(body.metadata.uid)]:
         metrics.RECONCILES.labels(KIND).inc()
-        ref = kube.ObjectRef(CRD.plural, body.metadata.namespace or "default", body.metadata.name or "")
-        generation = int(body.metadata.get("generation") or 1)
-        status = CompactionConfigStatus.model_validate(dict(body.get("status") or {}))
+        out = StatusWriter(
+            body, RESOURCE, CompactionConfigStatus.model_validate(dict(body.get("status") or {}))
+        )
         try:
             spec = CompactionConfigSpec.model_validate(dict(body.spec))
-            connection = await connection_for(spec.cluster, ref.namespace)
-        except (ValidationError, ClusterConfigError) as exc:
-            reason = "InvalidSpec" if isinstance(exc, ValidationError) else "ClusterUnreachable"
-            await _write(ref, status, generation, ConditionStatus.FALSE, reason, str(exc))
-            metrics.FAILURES.labels(KIND, reason).inc()
+            target = await cluster.resolve(rt, out.ref.namespace, spec.cluster_ref, spec.cluster)
+            metadata = await rt.admins.call(target.connection, lambda a: a.metadata())
+            matched = sorted(t for t in metadata.topics if spec.topics.matches(t))
+            target.access.check_compaction(spec, matched)
+            me = Claim(
+                f"{out.ref.namespace}/{out.ref.name}",
+                str(body.metadata.get("creationTimestamp", "")),
+                await cluster.cluster_id(rt, target),
+                spec,
+            )
+        except (ValidationError, Forbidden, ClusterConfigError, cluster.ClusterUnreachable) as exc:
+            await out.failed(exc)
             return
-        me = Claim(
-            f"{ref.namespace}/{ref.name}",
-            str(body.metadata.get("creationTimestamp", "")),
-            cluster_key(spec.cluster),
-            spec,
-        )
-        others = [c for claims in claims_index.values() for c in claims if c.owner != me.owner]
-        previous = {t.topic: t.state for t in status.topics}
-        admin = ClusterAdmin(connection)
+        except Exception as exc:
+            reason = await out.failed(cluster.ClusterUnreachable(f"cannot reach the cluster: {exc}"))
+            raise kopf.TemporaryError(f"{reason}: {exc}", delay=10) from exc
+        others = [
+            Claim(c.owner, c.created, rt.cluster_ids.get(c.cluster, c.cluster), c.spec, c.active)
+            for claims in claims_index.values()
+            for c in claims
+            if c.owner != me.owner
+        ]
+        previous = {t.topic: t.state for t in out.status.topics}
         try:
-            topics = await _apply(body, admin, spec, me, others, previous)
+            topics = await rt.admins.call(
+                target.connection, lambda a: _apply(a, spec, matched, me, others, previous)
+            )
         except Exception as exc:
             message = f"cannot reach the cluster: {exc}"
-            await _write(ref, status, generation, ConditionStatus.FALSE, "KafkaError", message)
+            await out.write(ConditionStatus.FALSE, "KafkaError", message)
             metrics.FAILURES.labels(KIND, "KafkaError").inc()
             raise kopf.TemporaryError(message, delay=10) from exc
-        finally:
-            admin.close()
-        status.topics = topics[:500]
+        for topic in topics:
+            if topic.event is not None:
+                kopf.info(body, reason=topic.event[0], message=topic.event[1][:1024])
+        status = out.status
+        status.topics = [t.status for t in topics][:500]
         status.matched_topics = len(topics)
         status.last_sync = now_rfc3339()
-        ready, reason, message = _summary(topics)
+        ready, reason, message = _summary(status.topics)
         if ready is not ConditionStatus.TRUE:
             metrics.FAILURES.labels(KIND, reason).inc()
-        await _write(ref, status, generation, ready, reason, message)
+        await out.write(ready, reason, message)
 
 
-async def _apply(
-    body: kopf.Body,
+@dataclass(frozen=True)
+class Outcome:
+    status: TopicStatus
+    event: tuple[str, str] | None = None  # (reason, message) of the Event to post
+
+
+def _apply(
     admin: ClusterAdmin,
     spec: CompactionConfigSpec,
+    matched: list[str],
     me: Claim,
     others: list[Claim],
     previous: dict[str, TopicState],
-) -> list[TopicStatus]:
-    metadata = await asyncio.to_thread(admin.metadata)
-    matched = sorted(t for t in metadata.topics if spec.topics.matches(t))
-    result: dict[str, TopicStatus] = {}
+) -> list[Outcome]:
+    """Decide ownership, describe, SET what differs (blocking: runs in a worker thread)."""
+    result: dict[str, Outcome] = {}
     owned = []
     for topic in matched:
         owner = winner(topic, me, others)
         if owner is me:
             owned.append(topic)
         else:
-            result[topic] = TopicStatus(
+            conflict = TopicStatus(
                 topic=topic, state=TopicState.CONFLICT, message=f"Managed by {owner.owner}"
             )
+            result[topic] = Outcome(conflict)
     desired = spec.topic_configs()
-    described = await asyncio.to_thread(admin.topic_configs, owned)
+    described = admin.topic_configs(owned)
     changes: dict[str, dict[str, str]] = {}
     unsupported: dict[str, list[str]] = {}
     for topic in owned:
         if described[topic].error is not None:
-            result[topic] = TopicStatus(
-                topic=topic, state=TopicState.FAILED, message=str(described[topic].error)
-            )
+            failed = TopicStatus(topic=topic, state=TopicState.FAILED, message=str(described[topic].error))
+            result[topic] = Outcome(failed)
             continue
         changes[topic], unsupported[topic] = plan_topic(topic, desired, described[topic])
-    outcomes = await asyncio.to_thread(admin.set_topic_configs, changes)
+    outcomes = admin.set_topic_configs(changes)
     now = now_rfc3339()
     for topic, keys in changes.items():
         failure = outcomes.get(topic)
         if failure is not None:
-            result[topic] = TopicStatus(topic=topic, state=TopicState.FAILED, message=str(failure))
+            result[topic] = Outcome(TopicStatus(topic=topic, state=TopicState.FAILED, message=str(failure)))
             continue
+        event = None
         if keys:
             metrics.CONFIGS_APPLIED.labels(KIND).inc(len(keys))
             drift = previous.get(topic) in (TopicState.APPLIED, TopicState.UNSUPPORTED)
             settings = ", ".join(f"{k}={v}" for k, v in sorted(keys.items()))
-            kopf.info(
-                body,
-                reason="DriftCorrected" if drift else "ConfigsApplied",
-                message=f"topic {topic}: {settings}"[:1024],
-            )
+            event = ("DriftCorrected" if drift else "ConfigsApplied", f"topic {topic}: {settings}")
         if unsupported[topic]:
-            result[topic] = TopicStatus(
+            status = TopicStatus(
                 topic=topic,
                 state=TopicState.UNSUPPORTED,
                 last_applied=now,
                 message=f"the cluster lacks {', '.join(unsupported[topic])}; other settings applied",
             )
         else:
-            result[topic] = TopicStatus(topic=topic, state=TopicState.APPLIED, last_applied=now)
+            status = TopicStatus(topic=topic, state=TopicState.APPLIED, last_applied=now)
+        result[topic] = Outcome(status, event)
     return [result[t] for t in matched]
 
 
@@ -241,16 +269,3 @@ def _summary(topics: list[TopicStatus]) -> tuple[ConditionStatus, str, str]:
                 f"{first.topic}: {first.message}",
             )
     return ConditionStatus.TRUE, "Applied", f"configs applied to {len(topics)} topics"
-
-
-async def _write(
-    ref: kube.ObjectRef,
-    status: CompactionConfigStatus,
-    generation: int,
-    ready: ConditionStatus,
-    reason: str,
-    message: str,
-) -> None:
-    status.conditions = set_condition(status.conditions, "Ready", ready, reason, message, generation)
-    status.observed_generation = generation
-    await asyncio.to_thread(kube.patch_status, ref, status.to_k8s())

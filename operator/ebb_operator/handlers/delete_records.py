@@ -1,41 +1,46 @@
-"""DeleteRecords reconciliation: validate, plan (resolve -1, apply the guard), record, delete, report.
+"""DeleteRecords reconciliation: check the grant, plan (resolve -1, apply the guard), record, delete.
 
-Executed once. The plan (concrete target offsets, guard refusals, log starts and bytes before) is
-written to status before any deletion, so an operator killed mid-run resumes the recorded plan:
-DeleteRecords is idempotent and the log start offset monotone (KIP-107), and no offset is ever
-re-resolved, so a restart never deletes records produced after the first attempt.
+Executed once. Nothing is sent to Kafka before the namespace's grant admits the request (topics, guard
+None). The plan (concrete target offsets, guard refusals, log starts and bytes before) is written to
+status before any deletion, so an operator killed mid-run resumes the recorded plan: DeleteRecords is
+idempotent and the log start offset monotone (KIP-107), and no offset is ever re-resolved, so a restart
+never deletes records produced after the first attempt. The guard is checked again just before each
+DeleteRecords request: a group that rewound its commit since the plan (or since a RetentionPolicy's
+analysis) holds its partition. After the deletion a timer follows DescribeLogDirs until the brokers'
+retention passes have removed the segments, so `reclaimedBytes` is what was really freed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 import kopf
 from pydantic import ValidationError
 
-from ebb_operator import metrics
-from ebb_operator.handlers import kube
-from ebb_operator.handlers.cluster import connection_for
+from ebb_operator import kube, metrics
+from ebb_operator.access import Forbidden
+from ebb_operator.handlers import cluster
 from ebb_operator.handlers.consumed_guard import blocking_groups
+from ebb_operator.handlers.errors import KafkaFailed
+from ebb_operator.handlers.runtime import Runtime, runtime
+from ebb_operator.handlers.status import StatusWriter
 from ebb_operator.kafka import (
     EARLIEST,
     LATEST,
     ClusterAdmin,
     ClusterConfigError,
+    ClusterConnection,
+    DeleteRecordsResult,
     KafkaFailure,
     TopicPartition,
 )
-from ebb_operator.models.common import (
-    GROUP,
-    VERSION,
-    ConditionStatus,
-    now_rfc3339,
-    parse_duration,
-    set_condition,
-)
+from ebb_operator.models.common import GROUP, VERSION, ConditionStatus, now_rfc3339, parse_duration
 from ebb_operator.models.delete_records import (
     CRD,
     HIGH_WATERMARK,
@@ -44,30 +49,25 @@ from ebb_operator.models.delete_records import (
     DeleteRecordsStatus,
     Guard,
     PartitionResult,
+    Phase,
     phase_from_conditions,
 )
 
+RESOURCE = kube.Resource.ebb(CRD.plural, CRD.kind)
 KIND = CRD.kind
 log = logging.getLogger(__name__)
+# How long after its end a DeleteRecords keeps measuring what the brokers freed: Kafka checks retention
+# every log.retention.check.interval.ms (default 5 min) and removes files file.delete.delay.ms later.
+RECLAIM_WINDOW_SECONDS = 15 * 60
 
 
-class _Run:
-    """One execution: the object's identity, its parsed spec and the status being built."""
+def _render(status: DeleteRecordsStatus) -> dict[str, Any]:
+    status.phase = phase_from_conditions(status.conditions)
+    return status.to_k8s()
 
-    def __init__(self, body: kopf.Body, spec: DeleteRecordsSpec, status: DeleteRecordsStatus) -> None:
-        self.body = body
-        self.spec = spec
-        self.status = status
-        self.generation = int(body.metadata.get("generation") or 1)
-        self.ref = kube.ObjectRef(CRD.plural, body.metadata.namespace or "default", body.metadata.name or "")
 
-    async def write(self, ready: ConditionStatus, reason: str, message: str) -> None:
-        self.status.conditions = set_condition(
-            self.status.conditions, "Ready", ready, reason, message, self.generation
-        )
-        self.status.phase = phase_from_conditions(self.status.conditions)
-        self.status.observed_generation = self.generation
-        await asyncio.to_thread(kube.patch_status, self.ref, self.status.to_k8s())
+def writer(body: kopf.Body, status: DeleteRecordsStatus) -> StatusWriter[DeleteRecordsStatus]:
+    return StatusWriter(body, RESOURCE, status, render=_render)
 
 
 def plan_partitions(
@@ -87,7 +87,7 @@ def plan_partitions(
         )
         if tp in lookup_errors or hw is None or start is None:
             failure = lookup_errors.get(tp)
-            result.error = str(failure) if failure else "UNKNOWN_TOPIC_OR_PART: partition not found"
+            result.error = str(failure) if failure else "UNKNOWN_TOPIC_OR_PARTITION: partition not found"
         else:
             target = hw if p.offset == HIGH_WATERMARK else p.offset
             result.requested_offset = target
@@ -95,15 +95,41 @@ def plan_partitions(
                 # Kafka answers OFFSET_OUT_OF_RANGE above the high watermark; say so before sending.
                 result.error = f"OFFSET_OUT_OF_RANGE: offset {target} is above the high watermark {hw}"
             elif blockers.get(tp):
-                result.error = f"GuardRefused: not consumed past {target} by {', '.join(blockers[tp])}"
+                result.error = guard_refusal(target, blockers[tp])
         results.append(result)
     return results
 
 
-async def _plan(run: _Run, admin: ClusterAdmin) -> None:
-    spec = run.spec
+def guard_refusal(target: int, blockers: list[str]) -> str:
+    return f"GuardRefused: not consumed past {target} by {', '.join(blockers)}"
+
+
+def guard_blockers(
+    admin: ClusterAdmin, spec: DeleteRecordsSpec, targets: dict[TopicPartition, int]
+) -> dict[TopicPartition, list[str]]:
+    """Per partition, the groups that have not committed past its target (Consumed: every group that
+    reads the topic; ConsumedBy: the named groups, a group without a commit holding it). Blocking:
+    runs in a worker thread. Commits are fetched for all groups in batched OffsetFetch requests."""
+    if spec.guard is Guard.NONE or not targets:
+        return {}
+    if spec.guard is Guard.CONSUMED_BY:
+        groups = list(spec.consumed_by)
+    else:
+        groups = [g.group_id for g in admin.list_groups()]
+    descriptions = admin.describe_groups(groups)
+    committed: dict[str, dict[TopicPartition, int]] = {}
+    for group, found in admin.committed_offsets_of(groups).items():
+        if isinstance(found, KafkaFailure):
+            raise KafkaFailed(f"cannot read the committed offsets of group {group}: {found}")
+        committed[group] = found
+    named = spec.consumed_by if spec.guard is Guard.CONSUMED_BY else None
+    return {tp: blocking_groups(tp, target, committed, descriptions, named) for tp, target in targets.items()}
+
+
+def _plan(admin: ClusterAdmin, spec: DeleteRecordsSpec) -> tuple[list[PartitionResult], int]:
+    """The plan and the bytes of the partitions it cuts (blocking: runs in a worker thread)."""
     tps = [TopicPartition(p.topic, p.partition) for p in spec.partitions]
-    metadata = await asyncio.to_thread(admin.metadata, {tp.topic for tp in tps})
+    metadata = admin.metadata({tp.topic for tp in tps})
     errors: dict[TopicPartition, KafkaFailure] = {}
     existing = []
     for tp in tps:
@@ -112,36 +138,32 @@ async def _plan(run: _Run, admin: ClusterAdmin) -> None:
             errors[tp] = topic.error
         elif tp.partition not in topic.partitions:
             errors[tp] = KafkaFailure(
-                "UNKNOWN_TOPIC_OR_PART", f"{tp.topic} has no partition {tp.partition}", False
+                "UNKNOWN_TOPIC_OR_PARTITION", f"{tp.topic} has no partition {tp.partition}", False
             )
         else:
             existing.append(tp)
-    starts = await asyncio.to_thread(admin.offsets, existing, EARLIEST)
-    ends = await asyncio.to_thread(admin.offsets, existing, LATEST)
+    starts = admin.offsets(existing, EARLIEST)
+    ends = admin.offsets(existing, LATEST)
     for tp in existing:
         for found in (starts[tp], ends[tp]):
             if found.error is not None:
                 errors[tp] = found.error
-    blockers: dict[TopicPartition, list[str]] = {}
-    if spec.guard is Guard.CONSUMED:
-        groups = [g.group_id for g in await asyncio.to_thread(admin.list_groups)]
-        committed = {g: await asyncio.to_thread(admin.committed_offsets, g) for g in groups}
-        descriptions = await asyncio.to_thread(admin.describe_groups, groups)
-        for p in spec.partitions:
-            tp = TopicPartition(p.topic, p.partition)
-            target = ends[tp].offset if p.offset == HIGH_WATERMARK and tp in ends else p.offset
-            if target is not None:
-                blockers[tp] = blocking_groups(tp, target, committed, descriptions)
-    run.status.partitions = plan_partitions(
+    targets = {}
+    for p in spec.partitions:
+        tp = TopicPartition(p.topic, p.partition)
+        target = ends[tp].offset if p.offset == HIGH_WATERMARK and tp in ends else p.offset
+        if tp not in errors and target is not None:
+            targets[tp] = target
+    blockers = guard_blockers(admin, spec, targets)
+    plan = plan_partitions(
         spec,
         {tp: r.offset for tp, r in starts.items()},
         {tp: r.offset for tp, r in ends.items()},
         errors,
         blockers,
     )
-    run.status.partition_count = len(spec.partitions)
-    to_delete = list(_pending(run.status))
-    run.status.bytes_before = sum((await asyncio.to_thread(admin.log_dir_sizes, to_delete)).values())
+    pending = [TopicPartition(r.topic, r.partition) for r in plan if r.error is None]
+    return plan, sum(admin.log_dir_sizes(pending).values())
 
 
 def _pending(status: DeleteRecordsStatus) -> dict[TopicPartition, PartitionResult]:
@@ -152,16 +174,24 @@ def _pending(status: DeleteRecordsStatus) -> dict[TopicPartition, PartitionResul
     }
 
 
-async def _delete(run: _Run, admin: ClusterAdmin) -> None:
-    """Send DeleteRecords for pending partitions, retrying retriable errors until spec.timeout."""
-    deadline = time.monotonic() + parse_duration(run.spec.timeout).total_seconds()
-    while pending := _pending(run.status):
-        results = await asyncio.to_thread(
-            admin.delete_records, {tp: r.requested_offset for tp, r in pending.items()}
+async def _delete(
+    rt: Runtime, conn: ClusterConnection, spec: DeleteRecordsSpec, status: DeleteRecordsStatus
+) -> None:
+    """Send DeleteRecords for pending partitions, the guard checked again right before each request;
+    retriable errors are retried until spec.timeout."""
+    deadline = time.monotonic() + parse_duration(spec.timeout).total_seconds()
+    while pending := _pending(status):
+        targets = {tp: r.requested_offset for tp, r in pending.items()}
+
+        blockers, results = await rt.admins.call(
+            conn, functools.partial(_guarded_delete, spec=spec, targets=targets)
         )
         retry = False
-        for tp, result in results.items():
-            entry = pending[tp]
+        for tp, entry in pending.items():
+            if blockers.get(tp):
+                entry.error = guard_refusal(entry.requested_offset, blockers[tp])
+                continue
+            result = results[tp]
             if result.error is None:
                 entry.low_watermark = result.low_watermark
             elif result.error.retriable and time.monotonic() < deadline:
@@ -172,16 +202,21 @@ async def _delete(run: _Run, admin: ClusterAdmin) -> None:
             await asyncio.sleep(0.5)
 
 
-def _finish(run: _Run, bytes_after: int | None) -> tuple[ConditionStatus, str, str]:
-    done = [r for r in run.status.partitions if r.low_watermark is not None]
-    failed = [r for r in run.status.partitions if r.error is not None]
-    run.status.deleted_records = sum(max(0, (r.low_watermark or 0) - (r.log_start_before or 0)) for r in done)
-    if bytes_after is not None and run.status.bytes_before is not None:
-        run.status.reclaimed_bytes = max(0, run.status.bytes_before - bytes_after)
-    run.status.completed_at = now_rfc3339()
-    summary = (
-        f"{len(done)} of {len(run.status.partitions)} partitions cut, {run.status.deleted_records} records"
-    )
+def _guarded_delete(
+    admin: ClusterAdmin, *, spec: DeleteRecordsSpec, targets: dict[TopicPartition, int]
+) -> tuple[dict[TopicPartition, list[str]], dict[TopicPartition, DeleteRecordsResult]]:
+    """The guard read again, then DeleteRecords for the partitions it still admits, in one sitting."""
+    blockers = guard_blockers(admin, spec, targets)
+    allowed = {tp: o for tp, o in targets.items() if not blockers.get(tp)}
+    return blockers, admin.delete_records(allowed)
+
+
+def _finish(status: DeleteRecordsStatus) -> tuple[ConditionStatus, str, str]:
+    done = [r for r in status.partitions if r.low_watermark is not None]
+    failed = [r for r in status.partitions if r.error is not None]
+    status.deleted_records = sum(max(0, (r.low_watermark or 0) - (r.log_start_before or 0)) for r in done)
+    status.completed_at = now_rfc3339()
+    summary = f"{len(done)} of {len(status.partitions)} partitions cut, {status.deleted_records} records"
     if not failed:
         return ConditionStatus.TRUE, "Succeeded", summary
     first = f"{failed[0].topic}-{failed[0].partition}: {failed[0].error}"
@@ -194,49 +229,41 @@ def _finish(run: _Run, bytes_after: int | None) -> tuple[ConditionStatus, str, s
 
 
 @kopf.on.create(GROUP, VERSION, CRD.plural, id="deleterecords-execute")
-async def deleterecords_create(body: kopf.Body, **_: Any) -> None:
+async def deleterecords_create(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """Run the request once; on an operator restart mid-run, kopf calls this again and it resumes."""
+    rt = runtime(memo)
     metrics.RECONCILES.labels(KIND).inc()
     status = DeleteRecordsStatus.model_validate(dict(body.get("status") or {}))
     if status.phase in TERMINAL_PHASES:
         return
+    out = writer(body, status)
     try:
         spec = DeleteRecordsSpec.model_validate(dict(body.spec))
-    except ValidationError as exc:
-        run = _Run(body, DeleteRecordsSpec.model_construct(partitions=[]), status)
-        await run.write(ConditionStatus.FALSE, "InvalidSpec", str(exc))
-        kopf.warn(body, reason="InvalidSpec", message=str(exc))
-        metrics.FAILURES.labels(KIND, "InvalidSpec").inc()
+        target = await cluster.resolve(rt, out.ref.namespace, spec.cluster_ref, spec.cluster)
+        target.access.check_delete_records(spec)
+    except (ValidationError, Forbidden, ClusterConfigError, cluster.ClusterUnreachable) as exc:
+        await out.failed(exc)
         return
-    run = _Run(body, spec, status)
-    try:
-        connection = await connection_for(spec.cluster, run.ref.namespace)
-    except ClusterConfigError as exc:
-        await run.write(ConditionStatus.FALSE, "ClusterUnreachable", str(exc))
-        kopf.warn(body, reason="ClusterUnreachable", message=str(exc))
-        metrics.FAILURES.labels(KIND, "ClusterUnreachable").inc()
-        return
-    admin = ClusterAdmin(connection, request_timeout=min(30.0, parse_duration(spec.timeout).total_seconds()))
-    try:
-        await _execute(run, admin)
-    finally:
-        admin.close()
+    await _execute(rt, out, spec, target.connection)
 
 
-async def _execute(run: _Run, admin: ClusterAdmin) -> None:
-    body, status = run.body, run.status
+async def _execute(
+    rt: Runtime, out: StatusWriter[DeleteRecordsStatus], spec: DeleteRecordsSpec, conn: ClusterConnection
+) -> None:
+    status, body = out.status, out.body
     if not status.partitions:
         try:
-            await _plan(run, admin)
+            status.partitions, status.bytes_before = await rt.admins.call(conn, lambda a: _plan(a, spec))
         except Exception as exc:
             # A lookup failed before anything was deleted: say so, then retry the whole request later.
             message = f"cannot read cluster state, retrying: {exc}"
-            run.status.partitions = []
-            await run.write(ConditionStatus.UNKNOWN, "Pending", message[:2048])
+            status.partitions = []
+            await out.write(ConditionStatus.UNKNOWN, "Pending", message[:2048])
             metrics.FAILURES.labels(KIND, "ClusterUnreachable").inc()
             raise kopf.TemporaryError(message, delay=5) from exc
+        status.partition_count = len(spec.partitions)
         status.started_at = now_rfc3339()
-        if run.spec.dry_run:
+        if spec.dry_run:
             status.deleted_records = sum(
                 max(0, r.requested_offset - (r.log_start_before or 0))
                 for r in status.partitions
@@ -245,30 +272,64 @@ async def _execute(run: _Run, admin: ClusterAdmin) -> None:
             status.completed_at = now_rfc3339()
             refused = sum(1 for r in status.partitions if r.error)
             message = f"dry run: would delete {status.deleted_records} records; {refused} partitions refused"
-            await run.write(ConditionStatus.TRUE, "DryRun", message)
+            await out.write(ConditionStatus.TRUE, "DryRun", message)
             kopf.info(body, reason="DryRun", message=message)
             return
         # Record the plan before acting: a restart from here resumes exactly these target offsets.
-        await run.write(ConditionStatus.UNKNOWN, "Running", f"deleting in {len(_pending(status))} partitions")
+        await out.write(ConditionStatus.UNKNOWN, "Running", f"deleting in {len(_pending(status))} partitions")
     pending = _pending(status)
     if pending:
         targets = ", ".join(f"{tp}<{r.requested_offset}" for tp, r in sorted(pending.items()))
         kopf.info(body, reason="DeletingRecords", message=f"deleting records below {targets}"[:1024])
-        await _delete(run, admin)
-    try:
-        sizes = await asyncio.to_thread(
-            admin.log_dir_sizes, [TopicPartition(r.topic, r.partition) for r in status.partitions]
-        )
-        bytes_after: int | None = sum(sizes.values())
-    except Exception as exc:
-        log.warning("DescribeLogDirs failed after deletion, reclaimedBytes left unset: %s", exc)
-        bytes_after = None
-    ready, reason, message = _finish(run, bytes_after)
-    await run.write(ready, reason, message)
+        try:
+            await _delete(rt, conn, spec, status)
+        except Exception as exc:
+            message = f"cannot delete, retrying: {exc}"
+            await out.write(ConditionStatus.UNKNOWN, "Running", message[:2048])
+            raise kopf.TemporaryError(message, delay=5) from exc
+    ready, reason, message = _finish(status)
+    await out.write(ready, reason, message)
     metrics.RECORDS_DELETED.inc(status.deleted_records or 0)
-    metrics.BYTES_RECLAIMED.inc(status.reclaimed_bytes or 0)
     if ready is ConditionStatus.TRUE:
         kopf.info(body, reason="RecordsDeleted", message=message)
     else:
         metrics.FAILURES.labels(KIND, reason).inc()
         kopf.warn(body, reason=reason, message=message[:1024])
+
+
+def _measuring(status: DeleteRecordsStatus) -> bool:
+    """Finished, cut something, and within the window in which brokers remove the segments."""
+    if status.phase not in (Phase.SUCCEEDED, Phase.PARTIALLY_FAILED) or not status.completed_at:
+        return False
+    if status.bytes_before is None or not any(r.low_watermark is not None for r in status.partitions):
+        return False
+    completed = datetime.strptime(status.completed_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    return (datetime.now(UTC) - completed).total_seconds() < RECLAIM_WINDOW_SECONDS
+
+
+async def measure_reclaimed(rt: Runtime, body: kopf.Body) -> None:
+    """reclaimedBytes: the largest drop below bytesBefore DescribeLogDirs has shown since the cut."""
+    status = DeleteRecordsStatus.model_validate(dict(body.get("status") or {}))
+    if not _measuring(status):
+        return
+    spec = DeleteRecordsSpec.model_validate(dict(body.spec))
+    target = await cluster.resolve(rt, body.metadata.namespace or "", spec.cluster_ref, spec.cluster)
+    cut: Iterable[TopicPartition] = [
+        TopicPartition(r.topic, r.partition) for r in status.partitions if r.low_watermark is not None
+    ]
+    sizes = await rt.admins.call(target.connection, lambda a: a.log_dir_sizes(cut))
+    freed = max(0, (status.bytes_before or 0) - sum(sizes.values()))
+    if freed > (status.reclaimed_bytes or 0):
+        metrics.BYTES_RECLAIMED.inc(freed - (status.reclaimed_bytes or 0))
+        patch = {"reclaimedBytes": freed, "reclaimedAt": now_rfc3339()}
+        await asyncio.to_thread(kube.patch_status, writer(body, status).ref, patch)
+
+
+async def deleterecords_reclaimed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """Registered as a timer by handlers.register (its interval is an operator setting)."""
+    try:
+        await measure_reclaimed(runtime(memo), body)
+    except Exception as exc:  # measuring is best effort: the deletion itself is done and reported
+        log.debug(
+            "reclaimedBytes of %s/%s not measured: %s", body.metadata.namespace, body.metadata.name, exc
+        )

@@ -1,16 +1,13 @@
-"""Operator settings: everything kopf is told, in one startup handler (kopf docs, configuration)."""
+"""What kopf is told, in one startup handler (kopf docs, configuration)."""
 
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import kopf
 
-# How often CompactionConfigs are re-applied (drift correction, topics created later). A timer's
-# interval is fixed when its handler is registered, so it comes from the environment, not the handler.
-RESYNC_SECONDS = float(os.environ.get("EBB_RESYNC_SECONDS", "60"))
+from ebb_operator.handlers.runtime import runtime
 
 
 @kopf.on.startup(id="operator-settings")
@@ -24,3 +21,9 @@ def operator_configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.watching.server_timeout = 300
     settings.networking.request_timeout = 60
     settings.peering.standalone = True
+
+
+@kopf.on.cleanup(id="operator-cleanup")
+def operator_cleanup(memo: kopf.Memo, **_: Any) -> None:
+    """Close the cluster connections the operator kept open."""
+    runtime(memo).admins.close()

@@ -6,7 +6,13 @@ It knows no Kubernetes: callers hand it bootstrap servers and client properties 
 from __future__ import annotations
 
 from ebb_operator.kafka.admin import EARLIEST, LATEST, ClusterAdmin
-from ebb_operator.kafka.connection import ClusterConfigError, ClusterConnection
+from ebb_operator.kafka.connection import (
+    ALLOWED_PROPERTIES,
+    ClusterConfigError,
+    ClusterConnection,
+    ForbiddenPropertyError,
+)
+from ebb_operator.kafka.pool import AdminPool
 from ebb_operator.kafka.results import (
     ClusterMetadata,
     ConfigValue,
@@ -14,6 +20,7 @@ from ebb_operator.kafka.results import (
     GroupDescription,
     GroupListing,
     GroupMember,
+    KafkaCallError,
     KafkaFailure,
     OffsetResult,
     TopicConfigs,
@@ -22,17 +29,21 @@ from ebb_operator.kafka.results import (
 )
 
 __all__ = [
+    "ALLOWED_PROPERTIES",
     "EARLIEST",
     "LATEST",
+    "AdminPool",
     "ClusterAdmin",
     "ClusterConfigError",
     "ClusterConnection",
     "ClusterMetadata",
     "ConfigValue",
     "DeleteRecordsResult",
+    "ForbiddenPropertyError",
     "GroupDescription",
     "GroupListing",
     "GroupMember",
+    "KafkaCallError",
     "KafkaFailure",
     "OffsetResult",
     "TopicConfigs",

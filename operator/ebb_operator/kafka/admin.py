@@ -1,29 +1,25 @@
 """The one client of Kafka-protocol clusters: every call the operator makes goes through `ClusterAdmin`.
 
-confluent-kafka's AdminClient (librdkafka) does nearly everything; DescribeLogDirs, which it lacks, goes
-through kafka-python's admin client. Calls block (they wait on client futures): async callers run them
-in a thread. Batched calls return a result or failure per item and never raise for one bad partition.
+It wraps kafka-python 3's KafkaAdminClient, the operator's only Kafka client library: it has every call
+the operator needs, DescribeLogDirs and OffsetFetch for many groups in one request (KIP-709) among them,
+which librdkafka's admin API lacks (docs/operator.md). Calls block: async callers run them in a thread
+(`pool.AdminPool` keeps one instance per cluster and serialises calls on it).
+
+Batched calls return a result or a failure per item and never raise for one bad partition: kafka-python
+raises for the first error of a batch, so a failed batch is retried item by item to attribute each
+failure (safe for every call here: reads are reads, and DeleteRecords is idempotent, KIP-107).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
-from concurrent.futures import Future
-from typing import Any
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
-from confluent_kafka import TopicPartition as CkTopicPartition
-from confluent_kafka.admin import (
-    AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    ConfigSource,
-    OffsetSpec,
-    ResourceType,
-)
-from kafka.admin import KafkaAdminClient
+from kafka import TopicPartition as KpTopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, OffsetSpec
+from kafka.errors import KafkaError
 
 from ebb_operator.kafka.connection import ClusterConnection
 from ebb_operator.kafka.results import (
@@ -33,6 +29,7 @@ from ebb_operator.kafka.results import (
     GroupDescription,
     GroupListing,
     GroupMember,
+    KafkaCallError,
     KafkaFailure,
     OffsetResult,
     TopicConfigs,
@@ -45,33 +42,60 @@ log = logging.getLogger(__name__)
 EARLIEST = "earliest"
 LATEST = "latest"
 
+K = TypeVar("K")
+V = TypeVar("V")
+R = TypeVar("R")
+
 
 def failure_of(exc: BaseException) -> KafkaFailure:
     """A client exception as a KafkaFailure, keeping Kafka's error name and retriability."""
-    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    if isinstance(err, KafkaError):
-        return KafkaFailure(err.name(), err.str(), bool(err.retriable()))
+    if isinstance(exc, KafkaError):
+        code = getattr(exc, "message", None) or type(exc).__name__
+        text = str(exc.args[0]) if exc.args else str(code)
+        return KafkaFailure(str(code), text, bool(getattr(exc, "retriable", False)))
     return KafkaFailure(type(exc).__name__, str(exc), False)
 
 
-def _failure_of_error(err: KafkaError | None) -> KafkaFailure | None:
-    if err is None or err.code() == KafkaError.NO_ERROR:
-        return None
-    return KafkaFailure(err.name(), err.str(), bool(err.retriable()))
+def per_item(
+    keys: list[K],
+    call: Callable[[list[K]], Mapping[K, V]],
+    wrap: Callable[[V], R],
+    failed: Callable[[K, KafkaFailure], R],
+) -> dict[K, R]:
+    """`call` on all keys at once; when it raises, on each key alone so each failure lands on its item."""
+    try:
+        found = call(keys)
+        return {k: wrap(found[k]) if k in found else failed(k, _missing()) for k in keys}
+    except Exception as exc:
+        if len(keys) == 1:
+            return {keys[0]: failed(keys[0], failure_of(exc))}
+    out: dict[K, R] = {}
+    for k in keys:
+        out.update(per_item([k], call, wrap, failed))
+    return out
 
 
-def _ck(tp: TopicPartition, offset: int = -1001) -> CkTopicPartition:
-    return CkTopicPartition(tp.topic, tp.partition, offset)
+def _missing() -> KafkaFailure:
+    return KafkaFailure("UNKNOWN_TOPIC_OR_PARTITION", "no answer for this partition", False)
+
+
+def _kp(tp: TopicPartition) -> KpTopicPartition:
+    return KpTopicPartition(tp.topic, tp.partition)
+
+
+def _tp(kp: KpTopicPartition) -> TopicPartition:
+    return TopicPartition(kp.topic, kp.partition)
 
 
 class ClusterAdmin:
-    """Admin operations on one cluster. Close it (or use `with`) to release the client threads."""
+    """Admin operations on one cluster. Close it (or use `with`) to release its connections."""
 
     def __init__(self, connection: ClusterConnection, *, request_timeout: float = 15.0) -> None:
         self.connection = connection
         self.timeout = request_timeout
-        self._admin = AdminClient(connection.librdkafka_config())
-        self._legacy: KafkaAdminClient | None = None
+        self._client = KafkaAdminClient(
+            **connection.client_config(), request_timeout_ms=int(request_timeout * 1000)
+        )
 
     def __enter__(self) -> ClusterAdmin:
         return self
@@ -80,154 +104,140 @@ class ClusterAdmin:
         self.close()
 
     def close(self) -> None:
-        if self._legacy is not None:
-            self._legacy.close()
-            self._legacy = None
+        self._client.close()
 
-    def _wait(self, future: Future[Any]) -> Any:
-        return future.result(timeout=self.timeout + 5)
+    # -- cluster and topics ---------------------------------------------------------------------
 
-    # -- metadata and offsets -------------------------------------------------------------------
+    def cluster_id(self) -> str:
+        """DescribeCluster's cluster id: a cluster's identity, whatever bootstrap string names it."""
+        return str(self._client.describe_cluster()["cluster_id"])
 
     def metadata(self, topics: Iterable[str] | None = None) -> ClusterMetadata:
         """Brokers and topics (all topics, or the ones named; internal topics left out)."""
-        md = self._admin.list_topics(timeout=self.timeout)
-        wanted = set(topics) if topics is not None else None
+        wanted = sorted(set(topics)) if topics is not None else None
+        described = self._client.describe_topics(wanted) if wanted != [] else []
+        cluster = self._client.describe_cluster()
         out: dict[str, TopicMetadata] = {}
-        for name, topic in md.topics.items():
-            if name.startswith("__") or (wanted is not None and name not in wanted):
+        for t in described:
+            name = t["name"]
+            if t.get("is_internal") or name.startswith("__"):
                 continue
-            out[name] = TopicMetadata(name, tuple(sorted(topic.partitions)), _failure_of_error(topic.error))
-        for name in (wanted or set()) - out.keys():
+            error = _code_failure(t["error_code"]) if t.get("error_code") else None
+            parts = tuple(sorted(p["partition_index"] for p in t.get("partitions") or []))
+            out[name] = TopicMetadata(name, () if error else parts, error)
+        for name in set(wanted or ()) - out.keys():
             out[name] = TopicMetadata(
-                name, (), KafkaFailure("UNKNOWN_TOPIC_OR_PART", "topic does not exist", False)
+                name, (), KafkaFailure("UNKNOWN_TOPIC_OR_PARTITION", "topic does not exist", False)
             )
-        return ClusterMetadata(tuple(sorted(md.brokers)), out)
+        brokers = tuple(sorted(b["broker_id"] for b in cluster["brokers"]))
+        return ClusterMetadata(brokers, out)
 
     def offsets(
         self, partitions: Iterable[TopicPartition], at: str | int
     ) -> dict[TopicPartition, OffsetResult]:
-        """ListOffsets: `earliest` (log start), `latest` (high watermark) or a timestamp in ms."""
-        spec = (
-            OffsetSpec.earliest()
-            if at == EARLIEST
-            else OffsetSpec.latest()
-            if at == LATEST
-            else OffsetSpec.for_timestamp(int(at))
-        )
-        request = {_ck(tp): spec for tp in partitions}
-        if not request:
+        """ListOffsets: `earliest` (log start), `latest` (high watermark) or a timestamp in ms
+        (-1 when no record is that recent)."""
+        spec: Any = OffsetSpec.EARLIEST if at == EARLIEST else OffsetSpec.LATEST if at == LATEST else int(at)
+        tps = list(dict.fromkeys(partitions))
+        if not tps:
             return {}
-        futures = self._admin.list_offsets(request, request_timeout=self.timeout)
-        out: dict[TopicPartition, OffsetResult] = {}
-        for ck, future in futures.items():
-            tp = TopicPartition(ck.topic, ck.partition)
-            try:
-                out[tp] = OffsetResult(self._wait(future).offset)
-            except Exception as exc:
-                out[tp] = OffsetResult(None, failure_of(exc))
-        return out
+
+        def call(keys: list[TopicPartition]) -> dict[TopicPartition, Any]:
+            found = self._client.list_partition_offsets({_kp(tp): spec for tp in keys})
+            return {_tp(kp): o.offset for kp, o in found.items()}
+
+        return per_item(tps, call, lambda o: OffsetResult(int(o)), lambda _, f: OffsetResult(None, f))
 
     # -- consumer groups ------------------------------------------------------------------------
 
     def list_groups(self) -> list[GroupListing]:
-        result = self._wait(self._admin.list_consumer_groups(request_timeout=self.timeout))
-        if result.errors:
-            raise KafkaException(result.errors[0])
         return [
-            GroupListing(g.group_id, g.state.name if g.state is not None else "UNKNOWN") for g in result.valid
+            GroupListing(g["group_id"], group_state(g.get("group_state"))) for g in self._client.list_groups()
         ]
 
     def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
-        ids = list(group_ids)
+        ids = list(dict.fromkeys(group_ids))
         if not ids:
             return {}
-        futures = self._admin.describe_consumer_groups(ids, request_timeout=self.timeout)
-        out: dict[str, GroupDescription] = {}
-        for gid, future in futures.items():
-            try:
-                desc = self._wait(future)
-            except Exception as exc:
-                out[gid] = GroupDescription(gid, "UNKNOWN", (), failure_of(exc))
-                continue
-            members = tuple(
-                GroupMember(
-                    m.member_id,
-                    m.client_id,
-                    m.host,
-                    tuple(
-                        TopicPartition(tp.topic, tp.partition)
-                        for tp in (m.assignment.topic_partitions if m.assignment else [])
-                    ),
-                )
-                for m in desc.members
-            )
-            out[gid] = GroupDescription(gid, desc.state.name, members)
-        return out
+
+        def call(keys: list[str]) -> dict[str, Any]:
+            return dict(self._client.describe_groups(keys))
+
+        return per_item(ids, call, _group_description, lambda gid, f: GroupDescription(gid, "UNKNOWN", (), f))
 
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         """The group's committed offsets (OffsetFetch); partitions without a commit are left out."""
-        request = [ConsumerGroupTopicPartitions(group_id)]
-        futures = self._admin.list_consumer_group_offsets(request, request_timeout=self.timeout)
-        result = self._wait(futures[group_id])
-        out: dict[TopicPartition, int] = {}
-        for tp in result.topic_partitions or []:
-            if tp.error is not None:
-                raise KafkaException(tp.error)
-            if tp.offset >= 0:
-                out[TopicPartition(tp.topic, tp.partition)] = tp.offset
-        return out
+        result = self.committed_offsets_of([group_id])[group_id]
+        if isinstance(result, KafkaFailure):
+            raise KafkaCallError(result)
+        return result
+
+    def committed_offsets_of(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, dict[TopicPartition, int] | KafkaFailure]:
+        """Committed offsets of many groups, in one OffsetFetch per coordinator where the broker serves
+        v8+ (KIP-709), else one per group; a group that cannot be read gets its failure."""
+        ids = list(dict.fromkeys(group_ids))
+        if not ids:
+            return {}
+
+        def call(keys: list[str]) -> dict[str, Any]:
+            return dict(self._client.list_group_offsets(keys))
+
+        def wrap(found: Mapping[KpTopicPartition, Any]) -> dict[TopicPartition, int]:
+            return {_tp(kp): int(o.offset) for kp, o in found.items() if o.offset >= 0}
+
+        return per_item(ids, call, wrap, lambda _, f: f)
 
     # -- configs --------------------------------------------------------------------------------
 
     def topic_configs(self, topics: Iterable[str]) -> dict[str, TopicConfigs]:
-        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
-        if not resources:
+        names = list(dict.fromkeys(topics))
+        if not names:
             return {}
-        futures = self._admin.describe_configs(resources, request_timeout=self.timeout)
-        out: dict[str, TopicConfigs] = {}
-        for resource, future in futures.items():
-            try:
-                entries = self._wait(future)
-            except Exception as exc:
-                out[resource.name] = TopicConfigs({}, failure_of(exc))
-                continue
-            out[resource.name] = TopicConfigs(
+
+        def call(keys: list[str]) -> dict[str, Any]:
+            resources = [ConfigResource(ConfigResourceType.TOPIC, t) for t in keys]
+            return dict(self._client.describe_configs(resources, config_filter="all").get("topic", {}))
+
+        def wrap(entries: Mapping[str, Any]) -> TopicConfigs:
+            if not entries:  # every topic has configs: none at all is how a missing topic answers
+                return TopicConfigs(
+                    {}, KafkaFailure("UNKNOWN_TOPIC_OR_PARTITION", "topic does not exist", False)
+                )
+            return TopicConfigs(
                 {
                     name: ConfigValue(
-                        e.value,
-                        ConfigSource(e.source).name,
-                        bool(e.is_default),
+                        e["value"], str(e["config_source"]), e["config_source"] == "DEFAULT_CONFIG"
                     )
                     for name, e in entries.items()
                 }
             )
-        return out
+
+        return per_item(names, call, wrap, lambda _, f: TopicConfigs({}, f))
 
     def set_topic_configs(self, changes: Mapping[str, Mapping[str, str]]) -> dict[str, KafkaFailure | None]:
         """IncrementalAlterConfigs SET of the given keys per topic; other keys stay as they are."""
-        resources = [
-            ConfigResource(
-                ResourceType.TOPIC,
-                topic,
-                incremental_configs=[
-                    ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()
-                ],
-            )
-            for topic, configs in changes.items()
-            if configs
-        ]
-        if not resources:
+        wanted = {t: dict(c) for t, c in changes.items() if c}
+        if not wanted:
             return {}
-        futures = self._admin.incremental_alter_configs(resources, request_timeout=self.timeout)
-        out: dict[str, KafkaFailure | None] = {}
-        for resource, future in futures.items():
-            try:
-                self._wait(future)
-                out[resource.name] = None
-            except Exception as exc:
-                out[resource.name] = failure_of(exc)
-        return out
+
+        def call(keys: list[str]) -> dict[str, Any]:
+            resources = [
+                ConfigResource(
+                    ConfigResourceType.TOPIC, t, configs={k: ("SET", v) for k, v in wanted[t].items()}
+                )
+                for t in keys
+            ]
+            answer = self._client.alter_configs(resources, incremental=True, raise_on_unknown=False)
+            out: dict[str, None] = {}
+            for topic, result in dict(answer.get("topic", {})).items():
+                if isinstance(result, BaseException):
+                    raise result
+                out[topic] = None
+            return out
+
+        return per_item(list(wanted), call, lambda _ok: None, lambda _, f: f)
 
     # -- sizes and deletion ---------------------------------------------------------------------
 
@@ -238,12 +248,8 @@ class ClusterAdmin:
             wanted.setdefault(tp.topic, []).append(tp.partition)
         if not wanted:
             return {}
-        if self._legacy is None:
-            self._legacy = KafkaAdminClient(
-                **self.connection.kafka_python_config(), request_timeout_ms=int(self.timeout * 1000)
-            )
         sizes: dict[TopicPartition, int] = {}
-        for broker in self._legacy.describe_log_dirs(topic_partitions=wanted):
+        for broker in self._client.describe_log_dirs(topic_partitions=wanted):
             for log_dir in broker["log_dirs"]:
                 if log_dir.get("error_code", 0):
                     continue
@@ -260,15 +266,48 @@ class ClusterAdmin:
         """KIP-107 DeleteRecords: move each partition's log start to `offset` (-1 = high watermark)."""
         if not offsets:
             return {}
-        request = [_ck(tp, offset) for tp, offset in offsets.items()]
-        futures = self._admin.delete_records(
-            request, request_timeout=self.timeout, operation_timeout=self.timeout
+
+        def call(keys: list[TopicPartition]) -> dict[TopicPartition, Any]:
+            found = self._client.delete_records(
+                {_kp(tp): offsets[tp] for tp in keys}, timeout_ms=int(self.timeout * 1000)
+            )
+            return {_tp(kp): r["low_watermark"] for kp, r in found.items()}
+
+        return per_item(
+            list(offsets),
+            call,
+            lambda low: DeleteRecordsResult(int(low)),
+            lambda _, f: DeleteRecordsResult(None, f),
         )
-        out: dict[TopicPartition, DeleteRecordsResult] = {}
-        for ck, future in futures.items():
-            tp = TopicPartition(ck.topic, ck.partition)
-            try:
-                out[tp] = DeleteRecordsResult(self._wait(future).low_watermark)
-            except Exception as exc:
-                out[tp] = DeleteRecordsResult(None, failure_of(exc))
-        return out
+
+
+def _group_description(raw: Mapping[str, Any]) -> GroupDescription:
+    members = tuple(
+        GroupMember(
+            m["member_id"],
+            m.get("client_id") or "",
+            m.get("client_host") or "",
+            tuple(
+                TopicPartition(a["topic"], p)
+                for a in ((m.get("member_assignment") or {}).get("assigned_partitions") or [])
+                for p in a["partitions"]
+            ),
+            tuple((m.get("member_metadata") or {}).get("topics") or ()),
+        )
+        for m in raw.get("members") or []
+    )
+    error = raw.get("error")
+    failure = failure_of(error) if isinstance(error, BaseException) else None
+    return GroupDescription(raw["group_id"], group_state(raw.get("group_state")), members, failure)
+
+
+def group_state(text: object) -> str:
+    """Kafka's group state names (Stable, CompletingRebalance) as constants: STABLE, COMPLETING_REBALANCE."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", "_", str(text or "Unknown")).upper()
+
+
+def _code_failure(code: int) -> KafkaFailure:
+    from kafka.errors import for_code
+
+    cls = for_code(code)
+    return KafkaFailure(str(cls.message), str(cls.description or cls.message), bool(cls.retriable))

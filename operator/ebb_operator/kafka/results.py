@@ -30,6 +30,14 @@ class KafkaFailure:
         return f"{self.code}: {self.message}" if self.message and self.message != self.code else self.code
 
 
+class KafkaCallError(RuntimeError):
+    """A call that answers for one item failed as a whole; `failure` says how (Kafka's error name)."""
+
+    def __init__(self, failure: KafkaFailure) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+
+
 @dataclass(frozen=True)
 class TopicMetadata:
     name: str
@@ -71,6 +79,7 @@ class GroupMember:
     client_id: str
     host: str
     assignment: tuple[TopicPartition, ...]
+    subscription: tuple[str, ...] = ()  # the topics the member subscribed to (it may have no partition yet)
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,14 @@ parses with either. Specs forbid unknown fields so a misspelt key is an error, n
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any
 
+import re2
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonValue
@@ -32,10 +34,11 @@ TOPIC_NAME_PATTERN = r"^[a-zA-Z0-9._-]{1,249}$"
 BOOTSTRAP_PATTERN = r"^[^,:\s]+:[0-9]{1,5}(,[^,:\s]+:[0-9]{1,5})*$"
 # A CamelCase reason, as Kubernetes' metav1.Condition requires.
 REASON_PATTERN = r"^[A-Z][A-Za-z0-9]*$"
-# Regexes in selectors: no whitespace and none of the constructs RE2 (the API server's and Go's
-# engine) lacks, so a pattern means the same to Python, the apiserver and Java (Kafka's own tools).
+# Regexes in selectors run with RE2 semantics (linear time whatever the pattern, so no pattern can
+# freeze the operator: `(a+)+b` costs no more than `ab`), whole-name matches, at most REGEX_MAX_LENGTH
+# characters and no whitespace. RE2 refuses lookaround and backreferences.
 REGEX_PATTERN = r"^[^\s]+$"
-_NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]")
+REGEX_MAX_LENGTH = 256
 
 
 def parse_duration(text: str) -> timedelta:
@@ -59,13 +62,24 @@ def _check_duration(text: str) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=4096)
+def compiled(pattern: str) -> Any:
+    """The RE2 program of a pattern (cached: every reconcile matches the same few patterns)."""
+    return re2.compile(pattern)
+
+
+def full_match(pattern: str, text: str) -> bool:
+    return compiled(pattern).fullmatch(text) is not None
+
+
 def _check_regex(text: str) -> str:
-    if _NOT_RE2.search(text):
-        raise ValueError(f"regex {text!r} uses lookaround or backreferences, which RE2 and Kafka tools lack")
     try:
-        re.compile(text)
-    except re.error as exc:
-        raise ValueError(f"invalid regex {text!r}: {exc}") from exc
+        compiled(text)
+    except re2.error as exc:
+        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise ValueError(
+            f"invalid regex {text!r} (RE2 syntax, no lookaround or backreferences): {detail}"
+        ) from None
     return text
 
 
@@ -77,8 +91,9 @@ Duration = Annotated[
 ]
 Regex = Annotated[
     str,
-    StringConstraints(pattern=REGEX_PATTERN, min_length=1, max_length=512),
+    StringConstraints(pattern=REGEX_PATTERN, min_length=1, max_length=REGEX_MAX_LENGTH),
     AfterValidator(_check_regex),
+    Field(description="An RE2 regular expression matching whole names (at most 256 characters)."),
 ]
 TopicName = Annotated[str, StringConstraints(pattern=TOPIC_NAME_PATTERN)]
 
@@ -102,18 +117,33 @@ def validated(*rules: Mapping[str, str]) -> ConfigDict:
 
 
 class SecretRef(Model):
-    """A Secret in the object's namespace holding Kafka client properties (security.protocol, sasl.*)."""
+    """A Secret holding Kafka client properties (security.protocol, sasl.*, ssl.*.pem)."""
 
     name: str = Field(min_length=1, max_length=253)
 
 
 class ClusterRef(Model):
-    """Which Kafka-protocol cluster to act on; absent means the operator's default cluster."""
+    """An inline cluster (`spec.cluster`): only where the operator allows inline clusters
+    (single-team installs); the Secret is read from the object's own namespace."""
 
     bootstrap_servers: str | None = Field(
         default=None, pattern=BOOTSTRAP_PATTERN, description="host:port[,host:port...]"
     )
     secret_ref: SecretRef | None = None
+
+
+class KafkaClusterRef(Model):
+    """`spec.clusterRef`: the KafkaCluster (cluster-scoped, admin-owned) to act on; its grants decide what
+    this namespace may do there. Absent (and no spec.cluster): the operator's default KafkaCluster."""
+
+    name: str = Field(min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+# The spec rule every tenant kind carries: one way to name a cluster.
+ONE_CLUSTER_RULE = {
+    "rule": "!(has(self.cluster) && has(self.clusterRef))",
+    "message": "name the cluster either with clusterRef (a KafkaCluster) or inline with cluster, not both",
+}
 
 
 class ConditionStatus(StrEnum):
@@ -189,8 +219,8 @@ class TopicSelector(Model):
     exclude: list[Regex] = Field(default_factory=list, max_length=64)
 
     def matches(self, topic: str) -> bool:
-        return any(re.fullmatch(p, topic) for p in self.include) and not any(
-            re.fullmatch(p, topic) for p in self.exclude
+        return any(full_match(p, topic) for p in self.include) and not any(
+            full_match(p, topic) for p in self.exclude
         )
 
 
@@ -213,6 +243,6 @@ class GroupSelector(Model):
     )
 
     def counts(self, group: str) -> bool:
-        return any(re.fullmatch(p, group) for p in self.include) and not any(
-            re.fullmatch(p, group) for p in self.exclude
+        return any(full_match(p, group) for p in self.include) and not any(
+            full_match(p, group) for p in self.exclude
         )

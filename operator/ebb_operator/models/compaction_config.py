@@ -8,8 +8,10 @@ from pydantic import Field
 
 from ebb_operator.models.cel import duration_at_least
 from ebb_operator.models.common import (
+    ONE_CLUSTER_RULE,
     ClusterRef,
     Duration,
+    KafkaClusterRef,
     Model,
     Observed,
     Status,
@@ -42,9 +44,11 @@ class CompactionConfigSpec(Model):
             "maxCompactionLag",
             "minCompactionLag",
             "maxCompactionLag must not be shorter than minCompactionLag",
-        )
+        ),
+        ONE_CLUSTER_RULE,
     )
 
+    cluster_ref: KafkaClusterRef | None = None
     cluster: ClusterRef | None = None
     topics: TopicSelector
     cleanup_policy: CleanupPolicy = Field(default=CleanupPolicy.COMPACT)

@@ -24,6 +24,7 @@ class CrdInfo:
     spec: type[BaseModel]
     status: type[BaseModel]
     columns: tuple[PrinterColumn, ...] = field(default_factory=tuple)
+    scope: str = "Namespaced"  # or "Cluster"
 
     @property
     def singular(self) -> str:

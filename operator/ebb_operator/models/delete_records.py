@@ -11,10 +11,12 @@ from enum import StrEnum
 from pydantic import Field
 
 from ebb_operator.models.common import (
+    ONE_CLUSTER_RULE,
     ClusterRef,
     Condition,
     ConditionStatus,
     Duration,
+    KafkaClusterRef,
     Model,
     Observed,
     Status,
@@ -25,11 +27,13 @@ from ebb_operator.models.common import (
 from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column
 
 HIGH_WATERMARK = -1  # KIP-107: offset -1 means "up to the high watermark"
+MAX_PARTITIONS = 10000  # partitions of one DeleteRecords (the API server keeps objects small)
 
 
 class Guard(StrEnum):
-    CONSUMED = "Consumed"
-    NONE = "None"
+    CONSUMED = "Consumed"  # every group that reads the topic must have committed past the cut
+    CONSUMED_BY = "ConsumedBy"  # the groups in consumedBy must have (a RetentionPolicy's counted groups)
+    NONE = "None"  # no check (needs the GuardNone grant)
 
 
 class PartitionOffset(Model):
@@ -42,13 +46,19 @@ class PartitionOffset(Model):
 
 class DeleteRecordsSpec(Model):
     model_config = validated(
-        {"rule": "self == oldSelf", "message": "spec is immutable: create a new DeleteRecords"}
+        {"rule": "self == oldSelf", "message": "spec is immutable: create a new DeleteRecords"},
+        ONE_CLUSTER_RULE,
+        {
+            "rule": "self.guard != 'ConsumedBy' || size(self.consumedBy) > 0",
+            "message": "guard ConsumedBy names the groups in consumedBy",
+        },
     )
 
+    cluster_ref: KafkaClusterRef | None = None
     cluster: ClusterRef | None = None
     partitions: list[PartitionOffset] = Field(
         min_length=1,
-        max_length=10000,
+        max_length=MAX_PARTITIONS,
         json_schema_extra={
             "x-kubernetes-list-type": "map",
             "x-kubernetes-list-map-keys": ["topic", "partition"],
@@ -58,6 +68,11 @@ class DeleteRecordsSpec(Model):
     guard: Guard = Field(
         default=Guard.CONSUMED,
         description="Consumed: refuse partitions some consumer group has not committed past the offset.",
+    )
+    consumed_by: list[str] = Field(
+        default_factory=list,
+        max_length=10000,
+        description="With guard ConsumedBy: the groups whose commits are re-read just before deleting.",
     )
     dry_run: bool = Field(default=False, description="Report what would be deleted, delete nothing.")
 
@@ -91,10 +106,15 @@ class DeleteRecordsStatus(Status):
     partition_count: int | None = None
     partitions: list[PartitionResult] = Field(default_factory=list)
     deleted_records: int | None = None
-    reclaimed_bytes: int | None = None
     bytes_before: int | None = Field(
-        default=None, description="Log-dir bytes of the partitions before the run."
+        default=None, description="Log-dir bytes of the partitions before the run, over every replica."
     )
+    reclaimed_bytes: int | None = Field(
+        default=None,
+        description="Bytes the brokers freed: bytesBefore minus what DescribeLogDirs reports after their "
+        "retention pass removed the segments below the cut (updated until reclaimedAt stops moving).",
+    )
+    reclaimed_at: str | None = None
 
 
 def phase_from_conditions(conditions: list[Condition]) -> Phase:

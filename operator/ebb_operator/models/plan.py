@@ -37,6 +37,17 @@ class PartitionPlan(Observed):
     bytes: int = 0
     reason: HoldReason | None = None
     blocking_groups: list[str] = Field(default_factory=list)
+    lag_records: int = 0
+    lag_bytes: int = 0
+
+
+class LimitingGroup(Observed):
+    """A counted group that sets the cut of some partitions of a topic (the slowest reader there)."""
+
+    group: str
+    partitions: int = Field(default=0, description="Partitions of the topic whose cut this group sets.")
+    lag_records: int = Field(default=0, description="Records it has not read on those partitions.")
+    lag_bytes: int = Field(default=0, description="Estimated bytes of those records: what it holds on disk.")
 
 
 class HeldPartition(Observed):
@@ -51,6 +62,11 @@ class TopicPlan(Observed):
     deletable_records: int = 0
     reclaimable_bytes: int = 0
     held: list[HeldPartition] = Field(default_factory=list, max_length=100)
+    held_count: int = Field(default=0, description="Held partitions of the topic (held lists at most 100).")
+    limiting: list[LimitingGroup] = Field(
+        default_factory=list, max_length=10, description="The groups limiting the cut, most lag first."
+    )
+    limiting_count: int = Field(default=0, description="Groups limiting the cut (limiting lists at most 10).")
 
 
 class PlanSummary(Observed):

@@ -8,9 +8,11 @@ from pydantic import Field
 
 from ebb_operator.models.cel import duration_at_least
 from ebb_operator.models.common import (
+    ONE_CLUSTER_RULE,
     ClusterRef,
     Duration,
     GroupSelector,
+    KafkaClusterRef,
     Model,
     Observed,
     Status,
@@ -43,8 +45,18 @@ class SparkApplicationSpec(Model):
     executor: SparkPod | None = None
 
 
+class OffsetsSource(StrEnum):
+    ADMIN_API = "AdminAPI"  # OffsetFetch, many groups per request (KIP-709): costs the live commits
+    CONSUMER_OFFSETS_TOPIC = "ConsumerOffsetsTopic"  # read __consumer_offsets: costs the size of its log
+
+
 class Analysis(Model):
     engine: Engine = Field(default=Engine.LOCAL)
+    offsets_source: OffsetsSource = Field(
+        default=OffsetsSource.ADMIN_API,
+        description="Where committed offsets come from: AdminAPI (needs DESCRIBE on groups) or "
+        "ConsumerOffsetsTopic (needs READ on __consumer_offsets, which managed services often refuse).",
+    )
     spark_application: SparkApplicationSpec | None = None
 
 
@@ -55,9 +67,11 @@ class RetentionPolicySpec(Model):
             "forcedRetention",
             "consumedRetention",
             "forcedRetention must not be shorter than consumedRetention",
-        )
+        ),
+        ONE_CLUSTER_RULE,
     )
 
+    cluster_ref: KafkaClusterRef | None = None
     cluster: ClusterRef | None = None
     topics: TopicSelector
     consumers: GroupSelector = Field(default_factory=GroupSelector)
@@ -74,9 +88,10 @@ class RetentionPolicySpec(Model):
 
 class RunOutcome(StrEnum):
     RUNNING = "Running"
-    SUCCEEDED = "Succeeded"
+    SUCCEEDED = "Succeeded"  # the plan's cuts were made (or, in a dry run, reported)
+    HELD = "Held"  # nothing deleted: every partition with data to free is held by a group or a rule
+    NOTHING_TO_DELETE = "NothingToDelete"  # nothing matched, or every partition is already at its cut
     FAILED = "Failed"
-    NOTHING_TO_DELETE = "NothingToDelete"
 
 
 class LastRun(Observed):
@@ -91,9 +106,20 @@ class LastRun(Observed):
 
 
 class RetentionPolicyStatus(Status):
-    last_run: LastRun | None = None
+    last_run: LastRun | None = Field(
+        default=None, description="The run in progress, or the last one started."
+    )
+    last_completed_run: LastRun | None = Field(
+        default=None, description="The last run that ended: stays while the next one runs."
+    )
+    failures: int = Field(
+        default=0, description="Runs failed in a row (the next try backs off exponentially)."
+    )
     summary: PlanSummary | None = None
     topics: list[TopicPlan] = Field(default_factory=list, max_length=100)
+    topic_count: int | None = Field(
+        default=None, description="Topics in the plan (topics lists at most 100)."
+    )
 
 
 CRD = CrdInfo(

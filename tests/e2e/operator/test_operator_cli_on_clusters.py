@@ -69,15 +69,23 @@ def test_adapter_reports_groups_and_capabilities(kafka_bootstrap: str, kafka_kin
     create_topic(kafka_bootstrap, topic, 2)
     produce(kafka_bootstrap, topic, {0: 5, 1: 5})
     commit(kafka_bootstrap, group, [(topic, 0, 3)])
-    with ClusterAdmin(ClusterConnection.resolve(kafka_bootstrap)) as admin:
+    other = unique("group")
+    commit(kafka_bootstrap, other, [(topic, 1, 4)])
+    with ClusterAdmin(ClusterConnection.of(kafka_bootstrap)) as admin:
         assert admin.committed_offsets(group) == {TopicPartition(topic, 0): 3}
+        # Many groups in one call (one OffsetFetch per coordinator where the broker serves v8+, KIP-709).
+        assert admin.committed_offsets_of([group, other]) == {
+            group: {TopicPartition(topic, 0): 3},
+            other: {TopicPartition(topic, 1): 4},
+        }
+        assert admin.cluster_id() and admin.cluster_id() == admin.cluster_id()
         assert group in {g.group_id for g in admin.list_groups()}
         configs = admin.topic_configs([topic, unique("missing")])
         assert configs[topic].supports("min.compaction.lag.ms")
         # KIP-87's setting exists on Ebb only: the probe must find that out, not assume it by vendor.
         assert configs[topic].supports("tombstone.null.value.enable") == (kafka_kind == "ebb-broker")
         missing = next(c for name, c in configs.items() if name != topic)
-        assert missing.error is not None and missing.error.code == "UNKNOWN_TOPIC_OR_PART"
+        assert missing.error is not None and missing.error.code == "UNKNOWN_TOPIC_OR_PARTITION"
         results = admin.delete_records({TopicPartition(topic, 0): 2, TopicPartition(topic, 9): 1})
         assert results[TopicPartition(topic, 0)].low_watermark == 2
         assert results[TopicPartition(topic, 9)].error is not None

@@ -1,6 +1,6 @@
 """RetentionPolicy end to end: the CRDs (Ebb's and a minimal SparkApplication), the operator under a
-ServiceAccount bound to exactly `ebb_operator.rbac.RULES`, and the Kafka targets (ebb-broker, Apache
-Kafka)."""
+ServiceAccount bound to exactly `ebb_operator.rbac`'s rules (inline clusters allowed: a single-team
+install), and the Kafka targets (ebb-broker, Apache Kafka)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ def retention_crds(control_plane: ControlPlane) -> None:
 def operator_sa_kubeconfig(control_plane: ControlPlane, retention_crds: None) -> Path:
     """A ServiceAccount token whose only permissions are the operator's ClusterRole (the chart's rules)."""
     role = rbac.cluster_role("ebb-retention-operator")
+    role["rules"] = [*rbac.RULES, *rbac.INLINE_CLUSTER_RULES]  # these policies name their cluster inline
     subject = {"kind": "ServiceAccount", "name": ACCOUNT, "namespace": ACCOUNT_NAMESPACE}
     sa_meta = {"name": ACCOUNT, "namespace": ACCOUNT_NAMESPACE}
     role_ref = {
@@ -72,8 +73,13 @@ def start_operator(
         def start(bootstrap: str) -> OperatorProcess:
             env = {**control_plane.env(operator_sa_kubeconfig), **SMALL_SPARK_ENV}
             log = tmp_path / f"operator-{len(started)}.log"
+            settings = {
+                "EBB_ALLOW_INLINE_CLUSTERS": "true",
+                "EBB_DEFAULT_BOOTSTRAP_SERVERS": bootstrap,
+                "EBB_OPERATOR_NAMESPACE": ACCOUNT_NAMESPACE,
+            }
             op = stack.enter_context(
-                running_operator(env, log, default_bootstrap_servers=bootstrap, namespaces=(k8s_namespace,))
+                running_operator(env, log, namespaces=(k8s_namespace,), settings=settings)
             )
             started.append(op)
             return op

@@ -142,6 +142,9 @@ def test_retention_policy_deletes_exactly_what_every_counted_group_consumed(
         "topics": {"include": [topic]},
         "consumedRetention": "1h",
         "schedule": {"interval": "1h"},
+        # Commit times tell how long `idle` has been quiet (the Admin API source, the default, learns it
+        # from the operator's memory across runs instead: tests/spark/test_plan.py).
+        "analysis": {"offsetsSource": "ConsumerOffsetsTopic"},
     }
     # The policy under test, first as a dry run; and an exclusive one that must refuse the topic.
     _policy(control_plane, ns, "orders", {
@@ -163,16 +166,23 @@ def test_retention_policy_deletes_exactly_what_every_counted_group_consumed(
     assert (summary["topics"], summary["partitions"]) == (1, 3)
     assert (summary["deletableRecords"], summary["heldPartitions"]) == (20 + OLD, 1)
     assert _held(dry, topic) == {2: ("RequiredGroupMissing", [req])}
-    dry_dr = dry["status"]["lastRun"]["deleteRecords"]
-    assert control_plane.kubectl_json("get", "-n", ns, "deleterecords", dry_dr)["spec"]["dryRun"] is True
+    # The slowest counted group is named with its lag (req at 20 of 40 on p0; p1 is cut by age).
+    (entry,) = dry["status"]["topics"]
+    assert [(g["group"], g["partitions"], g["lagRecords"]) for g in entry["limiting"]] == [(req, 1, 20)]
+    # A dry run changes nothing anywhere: no DeleteRecords, no records gone, no config written...
+    assert dry["status"]["lastRun"].get("deleteRecords") is None
+    assert _names(control_plane.kubectl_json("get", "-n", ns, "deleterecords"), "orders") == []
     assert [log_start(bootstrap, topic, p) for p in range(3)] == [0, 0, 0], "a dry run deleted records"
-    # KIP-68's forced level, applied as retention.ms.
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    (configs,) = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)]).values()
-    assert configs.result(30)["retention.ms"].value == str(30 * 24 * HOUR_MS)
+    assert _retention_ms(admin, topic) != str(30 * 24 * HOUR_MS), "a dry run set retention.ms"
+    # ...and reports what forced retention would set.
+    assert (
+        f"would set retention.ms={30 * 24 * HOUR_MS} on 1 topic(s): {topic}"
+        in dry["status"]["lastRun"]["message"]
+    )
 
     excl = _wait(control_plane, ns, "retentionpolicy", "exclusive", _finished_run())
-    assert excl["status"]["lastRun"]["outcome"] == "NothingToDelete"
+    assert (excl["status"]["lastRun"]["outcome"], _ready(excl)["reason"]) == ("Held", "Held")
     held = _held(excl, topic)
     assert sorted(held) == [0, 1, 2]
     assert all(reason == "NotExclusive" and other in groups for reason, groups in held.values()), held
@@ -190,7 +200,15 @@ def test_retention_policy_deletes_exactly_what_every_counted_group_consumed(
     assert done["status"]["summary"] == summary, "the real run planned differently from the dry run"
     assert _held(done, topic) == {2: ("RequiredGroupMissing", [req])}
     assert _ready(done)["observedGeneration"] == done["metadata"]["generation"]
+    assert done["status"]["lastCompletedRun"] == done["status"]["lastRun"]
     assert [log_start(bootstrap, topic, p) for p in range(3)] == [20, OLD, 0]
+    # KIP-68's forced level, applied as retention.ms by the real run.
+    assert _retention_ms(admin, topic) == str(30 * 24 * HOUR_MS)
+    # The run's DeleteRecords re-read the counted groups' commits just before deleting (ConsumedBy).
+    dr = control_plane.kubectl_json(
+        "get", "-n", ns, "deleterecords", done["status"]["lastRun"]["deleteRecords"]
+    )
+    assert (dr["spec"]["guard"], sorted(dr["spec"]["consumedBy"])) == ("ConsumedBy", sorted([req]))
     events = control_plane.kubectl_json(
         "get", "events", "-n", ns, "--field-selector", "involvedObject.name=orders"
     )
@@ -202,9 +220,6 @@ def test_retention_policy_deletes_exactly_what_every_counted_group_consumed(
     assert _read_rest(bootstrap, req, topic) == {
         0: list(range(20, OLD + FRESH)), 1: [], 2: list(range(OLD + FRESH))
     }  # fmt: skip
-    # historyLimit 1: the dry run's DeleteRecords is pruned by the operator itself (no GC here).
-    kept = [done["status"]["lastRun"]["deleteRecords"]]
-    _wait(control_plane, ns, "deleterecords", "", lambda o: _names(o, "orders") == kept)
 
     # suspend: acknowledged in Ready, and no run starts.
     control_plane.kubectl(
@@ -214,6 +229,11 @@ def test_retention_policy_deletes_exactly_what_every_counted_group_consumed(
         control_plane, ns, "retentionpolicy", "exclusive", lambda o: _ready(o)["reason"] == "Suspended"
     )
     assert suspended["status"]["lastRun"]["id"] == excl["status"]["lastRun"]["id"]
+
+
+def _retention_ms(admin: AdminClient, topic: str) -> str:
+    (configs,) = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)]).values()
+    return str(configs.result(30)["retention.ms"].value)
 
 
 def _metrics(operator: OperatorProcess) -> str:

@@ -80,17 +80,22 @@ def test_spark_application_engine_runs_the_job_and_the_policy_deletes(
     assert (spec["type"], spec["image"]) == ("Python", "ebb-operator:test")
     assert spec["mainApplicationFile"].startswith("local:///")
     assert spec["mainApplicationFile"].endswith("/ebb_operator/analysis/__main__.py")
-    assert spec["arguments"][:2] == ["--policy", f"{ns}/spark"]
-    assert spec["driver"] == {"cores": 1, "memory": "1g", "serviceAccount": "ebb-analysis"}
-    assert spec["executor"] == {"cores": 1, "memory": "2g", "instances": 2, "serviceAccount": "ebb-analysis"}
+    assert spec["arguments"][:2] == ["--request", "/etc/ebb/run/request.json"]
+    mount = [{"name": last["sparkApplication"], "path": "/etc/ebb/run", "secretType": "Generic"}]
+    assert spec["driver"] == {"cores": 1, "memory": "1g", "secrets": mount, "serviceAccount": "ebb-analysis"}
+    assert spec["executor"] == {
+        "cores": 1, "memory": "2g", "instances": 2, "secrets": mount, "serviceAccount": "ebb-analysis"
+    }  # fmt: skip
     (owner,) = app["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["name"]) == ("RetentionPolicy", "spark")
 
     assert obj["status"]["summary"]["deletableRecords"] == 12
     assert log_start(bootstrap, topic, 0) == 12
-    # The plan ConfigMap the job left for the operator is read and removed.
+    # The plan ConfigMap the job left for the operator, and the run's request Secret, are removed.
     configmaps = control_plane.kubectl_json("get", "configmaps", "-n", ns)["items"]
     assert last["sparkApplication"] not in {c["metadata"]["name"] for c in configmaps}
+    secrets = control_plane.kubectl_json("get", "secrets", "-n", ns)["items"]
+    assert last["sparkApplication"] not in {s["metadata"]["name"] for s in secrets}
 
 
 def _wait_run(cp: ControlPlane, ns: str, timeout: float = 900) -> dict[str, Any]:

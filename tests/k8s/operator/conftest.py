@@ -1,5 +1,6 @@
 """The operator on the real control plane: CRDs installed from crds/, the operator run as a process under a
-ServiceAccount bound to exactly `ebb_operator.rbac.RULES`, and a Kafka target per parametrisation."""
+ServiceAccount bound to exactly `ebb_operator.rbac`'s rules (with inline clusters allowed: these tests
+name their cluster in spec.cluster, a single-team install), and a Kafka target per parametrisation."""
 
 from __future__ import annotations
 
@@ -25,13 +26,20 @@ OPERATOR_ACCOUNT = "ebb-operator"
 # Cluster-scoped names of their own: the chart tests install the chart's `ebb-operator` ClusterRole into the
 # same session control plane, and two field managers of one object make server-side apply refuse.
 OPERATOR_CLUSTER_ROLE = "ebb-operator-tests"
+# Short periods so tests see resyncs and measurements quickly; inline clusters allowed (single team).
+OPERATOR_TEST_SETTINGS = {
+    "EBB_RESYNC_SECONDS": "2",
+    "EBB_RECLAIM_POLL_SECONDS": "1",
+    "EBB_ALLOW_INLINE_CLUSTERS": "true",
+    "EBB_OPERATOR_NAMESPACE": OPERATOR_NAMESPACE,
+}
 __all__ = ["kafka_bootstrap", "kafka_kind", "operator_ebb_broker"]
 
 
 @pytest.fixture(scope="session")
 def ebb_crds(control_plane: ControlPlane) -> None:
     control_plane.kubectl("apply", "-f", str(REPO / "crds"))
-    for plural in ("deleterecords", "compactionconfigs", "retentionpolicies"):
+    for plural in ("deleterecords", "compactionconfigs", "retentionpolicies", "kafkaclusters"):
         control_plane.kubectl("wait", "--for=condition=Established", f"crd/{plural}.ebb.dev", "--timeout=60s")
 
 
@@ -39,6 +47,7 @@ def ebb_crds(control_plane: ControlPlane) -> None:
 def operator_kubeconfig(control_plane: ControlPlane, ebb_crds: None) -> Path:
     """A ServiceAccount token kubeconfig whose only permissions are the operator's ClusterRole."""
     role = rbac.cluster_role(OPERATOR_CLUSTER_ROLE)
+    role["rules"] = [*rbac.RULES, *rbac.INLINE_CLUSTER_RULES]
     manifests = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPERATOR_NAMESPACE}},
         {
@@ -76,7 +85,7 @@ def start_operator(
         metrics_port, liveness_port = free_port(), free_port()
         log = tmp_path / f"operator-{len(started)}.log"
         env = control_plane.env(operator_kubeconfig)
-        env["EBB_RESYNC_SECONDS"] = "2"
+        env.update(OPERATOR_TEST_SETTINGS)
         env.pop("EBB_DEFAULT_BOOTSTRAP_SERVERS", None)
         with log.open("ab") as out:
             proc = subprocess.Popen(

@@ -43,7 +43,7 @@ def test_short_names_and_printer_columns_are_served(objects: Objects, ebb_crds: 
         (
             "DeleteRecords",
             {"partitions": [{"topic": "t", "partition": 0, "offset": 1}], "guard": "Maybe"},
-            'supported values: "Consumed", "None"',
+            'supported values: "Consumed", "ConsumedBy", "None"',
         ),
         (
             "DeleteRecords",

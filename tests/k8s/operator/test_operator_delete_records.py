@@ -22,13 +22,15 @@ def test_succeeds_with_the_right_low_watermarks(
     kafka_bootstrap: str, objects: Objects, ebb_operator: OperatorProcess
 ) -> None:
     topic, group = unique("dr-ok"), unique("readers")
-    create_topic(kafka_bootstrap, topic, 2)
-    produce(kafka_bootstrap, topic, {0: 40, 1: 40})
+    # 40 KB records in 1 MiB segments: partition 0's first segment lies wholly below the cut at 30, so
+    # the brokers' retention passes free it after the deletion.
+    create_topic(kafka_bootstrap, topic, 2, {"segment.bytes": str(1 << 20), "file.delete.delay.ms": "0"})
+    produce(kafka_bootstrap, topic, {0: 40, 1: 40}, size=40_000)
     commit(kafka_bootstrap, group, [(topic, 0, 40), (topic, 1, 40)])
     spec = {
         "cluster": _cluster(kafka_bootstrap),
         "partitions": [
-            {"topic": topic, "partition": 0, "offset": 25},
+            {"topic": topic, "partition": 0, "offset": 30},
             {"topic": topic, "partition": 1, "offset": -1},
         ],
     }
@@ -38,15 +40,18 @@ def test_succeeds_with_the_right_low_watermarks(
 
     status = obj["status"]
     by_partition = {p["partition"]: p for p in status["partitions"]}
-    assert by_partition[0]["lowWatermark"] == 25 and by_partition[1]["lowWatermark"] == 40
+    assert by_partition[0]["lowWatermark"] == 30 and by_partition[1]["lowWatermark"] == 40
     assert by_partition[1]["requestedOffset"] == 40  # -1 resolved to the high watermark and recorded
-    assert status["deletedRecords"] == 65 and status["partitionCount"] == 2
-    assert status["reclaimedBytes"] >= 0 and status["observedGeneration"] == 1
+    assert status["deletedRecords"] == 70 and status["partitionCount"] == 2
+    assert status["observedGeneration"] == 1 and status["bytesBefore"] > 40 * 40_000
+    # reclaimedBytes is what the brokers really freed, measured after their retention passes.
+    obj = objects.wait("deleterecords", "ok", lambda o: o["status"].get("reclaimedBytes", 0) >= 1_000_000)
+    assert obj["status"]["reclaimedBytes"] <= obj["status"]["bytesBefore"]
     assert ready(obj)["status"] == "True" and ready(obj)["reason"] == "Succeeded"
-    assert (log_start(kafka_bootstrap, topic, 0), log_start(kafka_bootstrap, topic, 1)) == (25, 40)
+    assert (log_start(kafka_bootstrap, topic, 0), log_start(kafka_bootstrap, topic, 1)) == (30, 40)
     reasons = {e["reason"] for e in objects.events("ok")}
     assert {"DeletingRecords", "RecordsDeleted"} <= reasons
-    assert "ebb_operator_records_deleted_total 65.0" in ebb_operator.metrics()
+    assert "ebb_operator_records_deleted_total 70.0" in ebb_operator.metrics()
 
 
 def test_guard_refuses_partitions_a_group_has_not_consumed(

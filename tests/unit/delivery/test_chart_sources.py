@@ -23,8 +23,17 @@ def test_chart_crds_are_a_byte_for_byte_copy_of_crds() -> None:
 
 
 def test_chart_rbac_rules_are_the_operators_rules() -> None:
-    rendered = yaml.safe_load((CHART / "files" / "operator-rules.yaml").read_text())
-    assert rendered == rbac.RULES, "run `make crds`: charts/ebb/files/operator-rules.yaml is stale"
+    for name, rules in rbac.FILES.items():
+        rendered = yaml.safe_load((CHART / "files" / name).read_text())
+        assert rendered == rules, f"run `make crds`: charts/ebb/files/{name} is stale"
+
+
+def test_no_cluster_wide_secret_reads_unless_inline_clusters_are_allowed() -> None:
+    """The operator reads Secrets only in its own namespace (issue 10, least privilege)."""
+    reading = {"get", "list", "watch"}
+    reads = [r for r in rbac.RULES if "secrets" in r["resources"] and reading & set(r["verbs"])]
+    assert reads == []
+    assert all("kafkaclusters" not in r["resources"] for r in rbac.TENANT_EDIT_RULES + rbac.TENANT_VIEW_RULES)
 
 
 def test_examples_use_only_kinds_the_crds_define() -> None:

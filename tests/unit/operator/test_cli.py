@@ -57,18 +57,21 @@ def test_cli_exits_2_with_a_readable_error(tmp_path: Path, capsys: pytest.Captur
     assert "not a valid offsets file" in capsys.readouterr().err
 
 
-def test_crds_command_prints_all_three(capsys: pytest.CaptureFixture[str]) -> None:
+def test_crds_command_prints_every_kind(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["crds"]) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
-    assert sorted(d["spec"]["names"]["kind"] for d in docs) == [
-        "CompactionConfig",
-        "DeleteRecords",
-        "RetentionPolicy",
-    ]
+    kinds = {d["spec"]["names"]["kind"]: d["spec"]["scope"] for d in docs}
+    assert kinds == {
+        "CompactionConfig": "Namespaced",
+        "DeleteRecords": "Namespaced",
+        "RetentionPolicy": "Namespaced",
+        "KafkaCluster": "Cluster",
+    }
 
 
 def test_rbac_command_prints_the_cluster_role(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["rbac"]) == 0
     role = yaml.safe_load(capsys.readouterr().out)
     assert role["kind"] == "ClusterRole"
-    assert {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]} in role["rules"]
+    secrets = [r["verbs"] for r in role["rules"] if "secrets" in r["resources"]]
+    assert secrets == [["create", "delete"]], "cluster-wide the operator may not read Secrets"

@@ -90,5 +90,6 @@ def test_duration_pattern_in_crd_accepts_and_rejects_like_the_model() -> None:
 def test_committed_rbac_rules_are_not_stale() -> None:
     from ebb_operator import rbac
 
-    path = CRDS.parent / "charts" / "ebb" / "files" / "operator-rules.yaml"
-    assert path.read_text() == rbac.rules_yaml(), f"{path} is stale: run `make crds`"
+    for name, rules in rbac.FILES.items():
+        path = CRDS.parent / "charts" / "ebb" / "files" / name
+        assert path.read_text() == rbac.rules_yaml(rules), f"{path} is stale: run `make crds`"

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from ebb_operator.analysis.policy import AnalysisPolicy, PolicyError
+from ebb_operator.models.run import RunRequest
 
 
 def obj(**spec: Any) -> dict[str, Any]:
@@ -27,7 +28,7 @@ def test_maps_every_field_the_plan_uses() -> None:
                 "inactiveAfter": "7d",
             },
             dryRun=True,
-            cluster={"bootstrapServers": "kafka:9092", "secretRef": {"name": "creds"}},
+            analysis={"offsetsSource": "ConsumerOffsetsTopic"},
         )
     )
     assert (p.namespace, p.name, p.uid) == ("ns", "rp", "u-1")
@@ -35,7 +36,22 @@ def test_maps_every_field_the_plan_uses() -> None:
     assert (p.topics_include, p.topics_exclude) == (("orders.*",), (".*-tmp",))
     assert (p.groups_include, p.groups_exclude, p.required) == (("app-.*",), ("app-test",), ("audit",))
     assert (p.exclusive, p.inactive_after_ms, p.dry_run) == (True, 7 * 86_400_000, True)
-    assert (p.bootstrap_servers, p.secret_name) == ("kafka:9092", "creds")
+    assert p.offsets_source.value == "ConsumerOffsetsTopic" and p.discountable_groups is None
+
+
+def test_a_request_carries_the_groups_the_grant_lets_the_policy_leave_out() -> None:
+    request = RunRequest.model_validate(
+        {
+            "policy": {"namespace": "ns", "name": "rp", "uid": "u-1"},
+            "spec": {"topics": {"include": ["orders"]}, "consumedRetention": "1h"},
+            "runId": "r1",
+            "bootstrapServers": "kafka:9092",
+            "discountableGroups": ["team-a-.*"],
+        }
+    )
+    p = AnalysisPolicy.from_request(request)
+    assert (p.namespace, p.name, p.uid, p.discountable_groups) == ("ns", "rp", "u-1", ("team-a-.*",))
+    assert p.offsets_source.value == "AdminAPI"
 
 
 def test_defaults_count_every_group() -> None:

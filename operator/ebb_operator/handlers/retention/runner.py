@@ -1,0 +1,361 @@
+"""One RetentionPolicy's run loop: the schedule, one run at a time, and what a run does.
+
+A kopf daemon per policy drives `PolicyRunner.loop`, so runs of one policy never overlap. Each run:
+checks the namespace's grant (nothing is sent to Kafka when it refuses), applies `forcedRetention`
+(KIP-68's forced level; a dry run only reports it), runs the analysis job through an engine, creates
+the run's DeleteRecords from the plan (guard ConsumedBy: the groups the plan counted, whose commits the
+DeleteRecords handler reads again just before deleting) and follows it to its end. A dry run creates
+nothing and writes nothing to Kafka. A failed run backs off exponentially (capped at the interval).
+The daemon is the only writer of the policy's status: it keeps its own copy rather than re-reading
+the live body, whose status lags its patches until the watch event arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import kopf
+from pydantic import ValidationError
+
+from ebb_operator import kube, metrics
+from ebb_operator.handlers import cluster
+from ebb_operator.handlers.errors import DeleteFailed
+from ebb_operator.handlers.retention.engines import AnalysisEngine, LocalEngine, SparkApplicationEngine
+from ebb_operator.handlers.retention.forced import ForcedRetention, apply_forced_retention
+from ebb_operator.handlers.retention.history import DELETE_RECORDS, outstanding_delete, prune
+from ebb_operator.handlers.runtime import Runtime
+from ebb_operator.handlers.status import StatusWriter
+from ebb_operator.models.common import ConditionStatus, now_rfc3339, parse_duration, set_condition
+from ebb_operator.models.delete_records import (
+    TERMINAL_PHASES,
+    DeleteRecordsSpec,
+    DeleteRecordsStatus,
+    Guard,
+    Phase,
+)
+from ebb_operator.models.plan import PlanSummary
+from ebb_operator.models.retention_policy import (
+    CRD,
+    Engine,
+    LastRun,
+    RetentionPolicySpec,
+    RetentionPolicyStatus,
+    RunOutcome,
+)
+from ebb_operator.models.run import PolicyRef, RunPlan, RunRequest
+
+RESOURCE = kube.Resource.ebb(CRD.plural, CRD.kind)
+KIND = CRD.kind
+log = logging.getLogger(__name__)
+# The status lists at most this many topics (the CRD bounds the list, models/retention_policy.py).
+MAX_STATUS_TOPICS = 100
+# A failed run is tried again after BACKOFF_SECONDS, doubling per failure, at most schedule.interval.
+BACKOFF_SECONDS = 10.0
+MEMORY_KEY = "emptySince.json"  # in ConfigMap <policy>-groups: group -> ms it was first seen empty
+
+
+def _render(status: RetentionPolicyStatus) -> dict[str, Any]:
+    body = status.to_k8s()
+    # A merge patch merges nested maps: send every key of the runs so a previous run's fields go.
+    for key, run in (("lastRun", status.last_run), ("lastCompletedRun", status.last_completed_run)):
+        if run is not None:
+            body[key] = run.model_dump(by_alias=True, mode="json")
+    return body
+
+
+def _seconds(timestamp: str) -> float:
+    return datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
+def due_in(status: RetentionPolicyStatus, spec: RetentionPolicySpec, now: float | None = None) -> float:
+    """Seconds until the next run: the interval after the last run started, or after a failed run a
+    backoff of BACKOFF_SECONDS doubling per failure in a row (never longer than the interval)."""
+    last = status.last_run
+    if last is None or last.started_at is None:
+        return 0.0
+    if last.outcome is RunOutcome.RUNNING:
+        return 0.0  # interrupted by an operator restart: resume or redo it now
+    now = time.time() if now is None else now
+    interval = parse_duration(spec.schedule.interval).total_seconds()
+    if status.failures > 0 and last.completed_at is not None:
+        backoff = min(interval, BACKOFF_SECONDS * 2 ** (status.failures - 1))
+        return max(0.0, _seconds(last.completed_at) + backoff - now)
+    return max(0.0, _seconds(last.started_at) + interval - now)
+
+
+def delete_records_object(
+    policy: kopf.Body, spec: RetentionPolicySpec, plan: RunPlan, owner: dict[str, Any], labels: dict[str, str]
+) -> dict[str, Any]:
+    """The run's DeleteRecords: the plan's cuts, guarded by the groups the plan counted."""
+    guard = Guard.CONSUMED_BY if plan.counted_groups else Guard.CONSUMED
+    dr = DeleteRecordsSpec(
+        cluster_ref=spec.cluster_ref,
+        cluster=spec.cluster,
+        partitions=plan.deletes,
+        guard=guard,
+        consumed_by=plan.counted_groups,
+    )
+    return {
+        "apiVersion": DELETE_RECORDS.api_version,
+        "kind": DELETE_RECORDS.kind,
+        "metadata": {
+            "name": f"{policy.metadata.name}-{plan.run_id}"[:253],
+            "namespace": policy.metadata.namespace,
+            "labels": labels,
+            "ownerReferences": [owner],
+        },
+        "spec": dr.to_k8s(),
+    }
+
+
+class PolicyRunner:
+    def __init__(self, rt: Runtime, body: kopf.Body) -> None:
+        self.rt = rt
+        self.body = body  # kopf's live view: spec and generation are always the latest
+        status = RetentionPolicyStatus.model_validate(dict(body.get("status") or {}))
+        self.out = StatusWriter(body, RESOURCE, status, render=_render)
+        self.namespace = body.metadata.namespace or ""
+        self.name = body.metadata.name or ""
+        self.labels = {kube.POLICY_LABEL: self.name[:63]}
+
+    @property
+    def status(self) -> RetentionPolicyStatus:
+        return self.out.status
+
+    @property
+    def owner(self) -> dict[str, Any]:
+        return kube.owner_reference(RESOURCE, self.name, str(self.body.metadata.uid))
+
+    async def loop(self, stopped: kopf.DaemonStopped) -> None:
+        poll = self.rt.settings.poll_seconds
+        ran_generation: int | None = None
+        waiting_for: str | None = None
+        while not stopped:
+            try:
+                spec = RetentionPolicySpec.model_validate(dict(self.body.spec))
+            except ValidationError as exc:
+                if self.status.observed_generation != self.out.generation:
+                    await self.out.failed(exc)
+                await stopped.wait(poll)
+                continue
+            if spec.suspend:
+                ready = next((c for c in self.status.conditions if c.type == "Ready"), None)
+                if (
+                    ready is None
+                    or ready.reason != "Suspended"
+                    or self.status.observed_generation != self.out.generation
+                ):
+                    await self.out.write(ConditionStatus.TRUE, "Suspended", "spec.suspend is true: no runs")
+                await stopped.wait(poll)
+                continue
+            # A changed spec (dryRun flipped, topics edited) runs now rather than at the next interval.
+            changed = ran_generation is not None and ran_generation != self.out.generation
+            wait = 0.0 if changed else due_in(self.status, spec)
+            if wait > 0:
+                await stopped.wait(min(poll, wait))
+                continue
+            try:
+                outstanding = await asyncio.to_thread(outstanding_delete, self.namespace, self.name)
+            except kube.KubeApiError as exc:  # the API server is unreachable for a moment: run nothing
+                log.warning("%s/%s: cannot list its DeleteRecords: %s", self.namespace, self.name, exc)
+                await stopped.wait(poll)
+                continue
+            if outstanding is not None:
+                if outstanding != waiting_for:
+                    log.info("%s/%s waits for DeleteRecords %s", self.namespace, self.name, outstanding)
+                    waiting_for = outstanding
+                await stopped.wait(poll)
+                continue
+            ran_generation = self.out.generation
+            await self.run(spec)
+            with contextlib.suppress(kube.KubeApiError):
+                await asyncio.to_thread(prune, self.namespace, self.name, spec.history_limit)
+
+    def _engine(self, spec: RetentionPolicySpec) -> AnalysisEngine:
+        if spec.analysis.engine is Engine.LOCAL:
+            return LocalEngine(f"{self.namespace}/{self.name}")
+
+        async def record(app: str) -> None:
+            if self.status.last_run is not None and self.status.last_run.spark_application != app:
+                self.status.last_run.spark_application = app
+                await self.out.write(ConditionStatus.UNKNOWN, "Running", f"SparkApplication {app}")
+
+        return SparkApplicationEngine(self.body, self.owner, self.labels, self.rt.settings, record)
+
+    async def run(self, spec: RetentionPolicySpec) -> None:
+        """One run, start to finish; every outcome ends in lastRun, lastCompletedRun and Ready."""
+        last = self.status.last_run
+        if (
+            last is not None
+            and last.outcome is RunOutcome.RUNNING
+            and last.engine is Engine.SPARK_APPLICATION
+        ):
+            run_id = last.id  # the operator restarted mid-run: follow the same SparkApplication
+        else:
+            run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+            last = LastRun(
+                id=run_id, started_at=now_rfc3339(), engine=spec.analysis.engine, outcome=RunOutcome.RUNNING
+            )
+            self.status.last_run = last
+            await self.out.write(
+                ConditionStatus.UNKNOWN, "Running", f"run {run_id} ({spec.analysis.engine.value})"
+            )
+        metrics.RECONCILES.labels(KIND).inc()
+        try:
+            reason, message = await self._run(spec, last)
+            self.status.failures = 0
+        except Exception as exc:
+            self.status.failures += 1
+            last.outcome = RunOutcome.FAILED
+            last.completed_at = now_rfc3339()
+            cause = str(exc) or type(exc).__name__
+            last.message = f"run {run_id} failed: {cause}"[:1024]
+            self.status.last_completed_run = last
+            reason = await self.out.failed(exc, message=last.message)
+            metrics.POLICY_RUNS.labels(self.namespace, self.name, RunOutcome.FAILED.value).inc()
+            log.warning("%s/%s run %s failed (%s): %s", self.namespace, self.name, run_id, reason, cause)
+            return
+        last.message = message[:1024]
+        last.completed_at = now_rfc3339()
+        self.status.last_completed_run = last
+        assert last.outcome is not None
+        ready = ConditionStatus.FALSE if last.outcome is RunOutcome.FAILED else ConditionStatus.TRUE
+        await self.out.write(ready, reason, message)
+        metrics.POLICY_RUNS.labels(self.namespace, self.name, last.outcome.value).inc()
+        if last.outcome is RunOutcome.FAILED:
+            metrics.FAILURES.labels(KIND, reason).inc()
+
+    def _matched(self, matched: bool) -> None:
+        """The TopicsMatched condition: an empty match is a normal run, said so in its own condition."""
+        status, reason, message = (
+            (ConditionStatus.TRUE, "Matched", "spec.topics matches topics of the cluster")
+            if matched
+            else (ConditionStatus.FALSE, "NothingMatched", "no topic of the cluster matches spec.topics")
+        )
+        self.status.conditions = set_condition(
+            self.status.conditions, "TopicsMatched", status, reason, message, self.out.generation
+        )
+
+    async def _run(self, spec: RetentionPolicySpec, last: LastRun) -> tuple[str, str]:
+        """(reason, message) of a run that ended; raises for one that failed."""
+        rt = self.rt
+        target = await cluster.resolve(rt, self.namespace, spec.cluster_ref, spec.cluster)
+        metadata = await rt.admins.call(target.connection, lambda a: a.metadata())
+        matched = sorted(t for t in metadata.topics if spec.topics.matches(t))
+        target.access.check_retention_policy(spec, matched)  # Forbidden: nothing was sent to Kafka
+        self._matched(bool(matched))
+        if not matched:
+            self._record(
+                RunPlan(
+                    policy=f"{self.namespace}/{self.name}", run_id=last.id, now_ms=0, summary=PlanSummary()
+                )
+            )
+            last.outcome = RunOutcome.NOTHING_TO_DELETE
+            return "NothingToDelete", "no topic matches spec.topics"
+        forced: ForcedRetention | None = None
+        if spec.forced_retention is not None:
+            forced = await rt.admins.call(
+                target.connection,
+                lambda a: apply_forced_retention(
+                    a, matched, spec.forced_retention or "", dry_run=spec.dry_run
+                ),
+            )
+            if forced.changes:
+                reason = "ForcedRetentionDryRun" if spec.dry_run else "ForcedRetentionApplied"
+                kopf.info(self.body, reason=reason, message=forced.describe(spec.dry_run)[:1024])
+                if not spec.dry_run:
+                    metrics.CONFIGS_APPLIED.labels(KIND).inc(len(forced.changes))
+        access = target.access
+        memory = await asyncio.to_thread(self._load_empty_groups)
+        request = RunRequest(
+            policy=PolicyRef(namespace=self.namespace, name=self.name, uid=str(self.body.metadata.uid)),
+            spec=spec,
+            run_id=last.id,
+            bootstrap_servers=target.connection.bootstrap_servers,
+            client_properties=target.connection.properties,
+            discountable_groups=None if access.unrestricted or access.groups is None else list(access.groups),
+            empty_since=memory,
+        )
+        plan = await self._engine(spec).run(request)
+        await asyncio.to_thread(self._save_empty_groups, plan.empty_since)
+        self._record(plan)
+        summary = plan.summary
+        held = f"{summary.held_partitions} partitions held"
+        forced_note = f"; {forced.describe(spec.dry_run)}" if forced and forced.changes else ""
+        if spec.dry_run:
+            last.outcome = RunOutcome.SUCCEEDED
+            message = (
+                f"dry run: would delete {summary.deletable_records} records "
+                f"({summary.reclaimable_bytes} bytes) in {len(plan.deletes)} partitions; {held}{forced_note}"
+            )
+            kopf.info(self.body, reason="DryRun", message=message[:1024])
+            return "DryRun", message
+        if not plan.deletes:
+            last.outcome = RunOutcome.HELD if summary.held_partitions else RunOutcome.NOTHING_TO_DELETE
+            reason = "Held" if summary.held_partitions else "NothingToDelete"
+            return reason, f"nothing to delete; {held}{forced_note}"
+        return await self._delete(spec, plan, last, held + forced_note)
+
+    async def _delete(
+        self, spec: RetentionPolicySpec, plan: RunPlan, last: LastRun, note: str
+    ) -> tuple[str, str]:
+        labels = {**self.labels, kube.RUN_LABEL: plan.run_id[:63]}
+        body = delete_records_object(self.body, spec, plan, self.owner, labels)
+        name = body["metadata"]["name"]
+        last.delete_records = name
+        with contextlib.suppress(kube.AlreadyExistsError):  # created before an operator restart
+            await asyncio.to_thread(kube.create_object, DELETE_RECORDS, self.namespace, body)
+        await self.out.write(ConditionStatus.UNKNOWN, "Deleting", f"waiting for DeleteRecords {name}")
+        done = await self._follow(name)
+        if done.phase is Phase.SUCCEEDED:
+            last.outcome = RunOutcome.SUCCEEDED
+            message = (
+                f"deleted {done.deleted_records or 0} records (plan: {plan.summary.reclaimable_bytes} bytes) "
+                f"via DeleteRecords {name}; {note}"
+            )
+            kopf.info(self.body, reason="RecordsDeleted", message=message[:1024])
+            return "Succeeded", message
+        ready = next((c for c in done.conditions if c.type == "Ready"), None)
+        raise DeleteFailed(f"DeleteRecords {name}: {ready.message if ready else done.phase}")
+
+    async def _follow(self, name: str) -> DeleteRecordsStatus:
+        """Wait for the run's DeleteRecords (executed by handlers/delete_records.py) to finish."""
+        ref = kube.ObjectRef(DELETE_RECORDS, self.namespace, name)
+        while True:
+            obj = await asyncio.to_thread(kube.get_object, ref)
+            status = DeleteRecordsStatus.model_validate(dict(obj.get("status") or {}))
+            if status.phase in TERMINAL_PHASES:
+                return status
+            await asyncio.sleep(self.rt.settings.poll_seconds)
+
+    @property
+    def _memory_name(self) -> str:
+        return f"{self.name}-groups"[:253]
+
+    def _load_empty_groups(self) -> dict[str, int]:
+        """When each group was first seen empty, across runs (OffsetFetch has no commit times: this is
+        how long an empty group has been inactive). Lost memory is safe: groups count again until seen
+        empty for inactiveAfter anew."""
+        try:
+            data = kube.read_config_map_data(self.namespace, self._memory_name)
+            return {str(k): int(v) for k, v in json.loads(data.get(MEMORY_KEY, "{}")).items()}
+        except (kube.KubeApiError, ValueError):
+            return {}
+
+    def _save_empty_groups(self, empty_since: dict[str, int]) -> None:
+        data = {MEMORY_KEY: json.dumps(empty_since, sort_keys=True)}
+        kube.upsert_config_map(self.namespace, self._memory_name, data, self.labels, self.owner)
+
+    def _record(self, plan: RunPlan) -> None:
+        self.status.summary = plan.summary
+        self.status.topics = plan.topics[:MAX_STATUS_TOPICS]
+        self.status.topic_count = len(plan.topics)
+        labels = (self.namespace, self.name)
+        metrics.POLICY_RECLAIMABLE_BYTES.labels(*labels).set(plan.summary.reclaimable_bytes)
+        metrics.POLICY_HELD_PARTITIONS.labels(*labels).set(plan.summary.held_partitions)

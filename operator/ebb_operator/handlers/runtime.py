@@ -1,0 +1,30 @@
+"""What every handler shares, built once at start and handed over as kopf's memo (`memo.runtime`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import kopf
+
+from ebb_operator.kafka import AdminPool
+from ebb_operator.settings import OperatorSettings
+
+
+@dataclass
+class Runtime:
+    settings: OperatorSettings
+    admins: AdminPool
+    # KafkaCluster name or inline bootstrap -> the cluster id DescribeCluster answered: a cluster's
+    # identity, whatever string names it (CompactionConfig ownership is decided per real cluster).
+    cluster_ids: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, settings: OperatorSettings) -> Runtime:
+        return cls(settings, AdminPool(idle_seconds=settings.admin_idle_seconds))
+
+
+def runtime(memo: kopf.Memo) -> Runtime:
+    found = memo.get("runtime")
+    if not isinstance(found, Runtime):
+        raise RuntimeError("the operator was started without its runtime (python -m ebb_operator sets it)")
+    return found

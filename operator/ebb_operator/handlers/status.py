@@ -1,0 +1,67 @@
+"""One status writer for every kind: the Ready condition, observedGeneration, and failures by class.
+
+Status is computed from what was observed and written with one merge patch through the status
+subresource (controller-runtime's idiom). kopf applies its own `patch` only after a handler returns;
+the handlers write mid-way (a DeleteRecords' plan before it deletes), hence a writer of our own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+import kopf
+
+from ebb_operator import kube, metrics
+from ebb_operator.handlers.errors import reason_of
+from ebb_operator.models.common import ConditionStatus, Status, set_condition
+
+S = TypeVar("S", bound=Status)
+log = logging.getLogger(__name__)
+
+
+class StatusWriter(Generic[S]):
+    """The status of one object as this reconcile sees it; `write` sends it whole."""
+
+    def __init__(
+        self,
+        body: kopf.Body,
+        resource: kube.Resource,
+        status: S,
+        *,
+        render: Callable[[S], dict[str, Any]] | None = None,
+    ) -> None:
+        self.body = body
+        self.kind = resource.kind
+        self.ref = kube.ObjectRef(resource, body.metadata.namespace or "", body.metadata.name or "")
+        self.status = status
+        self._render = render or (lambda s: s.to_k8s())
+
+    @property
+    def generation(self) -> int:
+        return int(self.body.metadata.get("generation") or 1)
+
+    @property
+    def ready(self) -> ConditionStatus | None:
+        cond = next((c for c in self.status.conditions if c.type == "Ready"), None)
+        return cond.status if cond else None
+
+    async def write(self, ready: ConditionStatus, reason: str, message: str) -> None:
+        self.status.conditions = set_condition(
+            self.status.conditions, "Ready", ready, reason, message[:32768], self.generation
+        )
+        self.status.observed_generation = self.generation
+        await asyncio.to_thread(kube.patch_status, self.ref, self._render(self.status))
+
+    async def failed(self, exc: BaseException, *, message: str | None = None) -> str:
+        """Record a failure: Ready=False with the exception class's reason, a warning Event, the metric."""
+        reason = reason_of(exc)
+        message = message or str(exc) or type(exc).__name__
+        if reason == "InternalError":
+            log.exception("%s %s/%s: unexpected error", self.kind, self.ref.namespace, self.ref.name)
+        await self.write(ConditionStatus.FALSE, reason, message)
+        kopf.warn(self.body, reason=reason, message=message[:1024])
+        metrics.FAILURES.labels(self.kind, reason).inc()
+        return reason

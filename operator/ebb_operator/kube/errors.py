@@ -1,0 +1,50 @@
+"""The API server's refusals, as the operator's own exception types (no client types leak out)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import ParamSpec, TypeVar
+
+from kubernetes.client import ApiException
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class KubeApiError(Exception):
+    """The API server refused or could not be reached; `status` is the HTTP status (0: no answer)."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(f"{status} {reason}".strip())
+        self.status = status
+        self.reason = reason
+
+
+class NotFoundError(KubeApiError):
+    """404: the object (or its kind) does not exist."""
+
+
+class AlreadyExistsError(KubeApiError):
+    """409 on create: an object of that name exists."""
+
+
+class ForbiddenError(KubeApiError):
+    """403: the operator's RBAC does not allow it."""
+
+
+_BY_STATUS: dict[int, type[KubeApiError]] = {404: NotFoundError, 409: AlreadyExistsError, 403: ForbiddenError}
+
+
+def translated(fn: Callable[P, T]) -> Callable[P, T]:
+    """Raise KubeApiError subclasses instead of the client's ApiException."""
+
+    @wraps(fn)
+    def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except ApiException as exc:
+            status = int(exc.status or 0)
+            raise _BY_STATUS.get(status, KubeApiError)(status, str(exc.reason or "")) from exc
+
+    return call

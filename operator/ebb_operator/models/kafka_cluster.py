@@ -1,0 +1,113 @@
+"""KafkaCluster (`kc`): the admin-owned registry of the clusters the operator may act on, and who may.
+
+Cluster-scoped and writable by cluster admins only (the chart's `ebb-edit` role does not include it).
+Tenant objects name an entry with `spec.clusterRef.name`; the entry's credentials live in a Secret in the
+operator's own namespace, named here, never by tenants. `spec.access` grants namespaces the topics they
+may act on and the dangerous options they may use; everything else is refused (docs/operator.md,
+"Tenancy").
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field
+
+from ebb_operator.models.common import (
+    BOOTSTRAP_PATTERN,
+    Duration,
+    Model,
+    Observed,
+    Regex,
+    SecretRef,
+    Status,
+    validated,
+)
+from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, ready_column
+
+NAMESPACE_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+class Permission(StrEnum):
+    """The options that can delete data no consumer has read, or act beyond retention."""
+
+    GUARD_NONE = "GuardNone"  # DeleteRecords with guard None (no consumer check)
+    FORCED_RETENTION = "ForcedRetention"  # RetentionPolicy.forcedRetention (retention.ms), >= the minimum
+    COMPACTION = "Compaction"  # CompactionConfig (cleanup.policy compact rewrites topics)
+    SPARK_OVERRIDES = "SparkOverrides"  # a SparkApplication image / service account of the tenant's choice
+
+
+class LabelSelector(Model):
+    match_labels: dict[str, str] = Field(
+        default_factory=dict, description="Namespaces carrying every one of these labels."
+    )
+
+
+class Grant(Model):
+    model_config = validated(
+        {
+            "rule": "size(self.namespaces) > 0 || has(self.namespaceSelector)",
+            "message": "a grant names namespaces or a namespaceSelector",
+        }
+    )
+
+    namespaces: list[str] = Field(
+        default_factory=list,
+        max_length=256,
+        json_schema_extra={"items": {"type": "string", "pattern": NAMESPACE_PATTERN, "maxLength": 63}},
+    )
+    namespace_selector: LabelSelector | None = None
+    topics: list[Regex] = Field(
+        min_length=1, max_length=64, description="Topics these namespaces may act on (RE2, whole names)."
+    )
+    groups: list[Regex] | None = Field(
+        default=None,
+        max_length=64,
+        description="Consumer groups these namespaces may leave out of a RetentionPolicy (exclude, "
+        "outside include, inactive); every other group reading their topics always counts. "
+        "Absent: any group.",
+    )
+    allow: list[Permission] = Field(default_factory=list, max_length=4)
+    forced_retention_minimum: Duration = Field(
+        default="1d", description="With ForcedRetention: the shortest forcedRetention allowed."
+    )
+
+
+class Credentials(Model):
+    secret_ref: SecretRef = Field(
+        description="A Secret in the operator's namespace with the client properties (sasl.*, ssl.*.pem)."
+    )
+
+
+class KafkaClusterSpec(Model):
+    bootstrap_servers: str = Field(pattern=BOOTSTRAP_PATTERN, description="host:port[,host:port...]")
+    credentials: Credentials | None = None
+    access: list[Grant] = Field(default_factory=list, max_length=64)
+
+
+class Usage(Observed):
+    namespace: str
+    objects: int = 0
+
+
+class KafkaClusterStatus(Status):
+    cluster_id: str | None = None
+    brokers: int | None = None
+    used_by: list[Usage] = Field(default_factory=list, max_length=256)
+    last_checked: str | None = None
+
+
+CRD = CrdInfo(
+    kind="KafkaCluster",
+    plural="kafkaclusters",
+    short_names=("kc",),
+    spec=KafkaClusterSpec,
+    status=KafkaClusterStatus,
+    scope="Cluster",
+    columns=(
+        PrinterColumn("Bootstrap", "string", ".spec.bootstrapServers"),
+        PrinterColumn("Cluster ID", "string", ".status.clusterId"),
+        ready_column(),
+        age_column(),
+    ),
+)

@@ -1,0 +1,88 @@
+"""The operator's settings, read once at start (command line and environment) and handed on.
+
+`python -m ebb_operator` builds one `OperatorSettings` and passes it to kopf as the operator's memo
+(`memo.settings`), so every handler sees the same values and nothing reads the environment later.
+docs/operator.md lists each setting with its environment variable and chart value.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+ENV = {
+    "namespace": "EBB_OPERATOR_NAMESPACE",
+    "default_cluster": "EBB_DEFAULT_CLUSTER",
+    "default_bootstrap_servers": "EBB_DEFAULT_BOOTSTRAP_SERVERS",
+    "resync_seconds": "EBB_RESYNC_SECONDS",
+    "poll_seconds": "EBB_RETENTION_POLL_SECONDS",
+    "image": "EBB_OPERATOR_IMAGE",
+    "spark_service_account": "EBB_SPARK_SERVICE_ACCOUNT",
+    "allow_inline_clusters": "EBB_ALLOW_INLINE_CLUSTERS",
+    "admin_idle_seconds": "EBB_ADMIN_IDLE_SECONDS",
+    "reclaim_poll_seconds": "EBB_RECLAIM_POLL_SECONDS",
+}
+
+
+class SettingsError(ValueError):
+    """A setting with a value the operator cannot use; the message names its variable."""
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    # The operator's own namespace: cluster credentials (KafkaCluster Secrets) are read only there.
+    namespace: str = "default"
+    # The KafkaCluster of objects that name none (the chart creates one for the broker it installs).
+    default_cluster: str | None = None
+    # With inline clusters allowed (single-team installs): the bootstrap servers of objects naming none.
+    default_bootstrap_servers: str | None = None
+    # How often CompactionConfigs are re-applied (drift correction, topics created later).
+    resync_seconds: float = 60.0
+    # How often a RetentionPolicy's runner looks at its SparkApplication, DeleteRecords and schedule.
+    poll_seconds: float = 1.0
+    # The operator image; also the Spark driver and executor image of engine SparkApplication.
+    image: str | None = None
+    # The service account of Spark drivers and executors (created by the chart in tenant namespaces).
+    spark_service_account: str | None = None
+    # Whether tenant objects may name a cluster inline (spec.cluster) instead of a KafkaCluster.
+    allow_inline_clusters: bool = False
+    # Admin connections to a cluster no object used for this long are closed.
+    admin_idle_seconds: float = 300.0
+    # How often a finished DeleteRecords looks again at what the brokers have freed (reclaimedBytes).
+    reclaim_poll_seconds: float = 30.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorSettings:
+        env = os.environ if env is None else env
+        values: dict[str, object] = {}
+        for name, var in ENV.items():
+            raw = env.get(var, "")
+            if raw:
+                values[name] = _parse(var, raw, _KINDS.get(name, str))
+        return cls(**values)  # type: ignore[arg-type]
+
+
+_KINDS: dict[str, type] = {
+    "resync_seconds": float,
+    "poll_seconds": float,
+    "admin_idle_seconds": float,
+    "reclaim_poll_seconds": float,
+    "allow_inline_clusters": bool,
+}
+
+
+def _parse(var: str, raw: str, kind: type) -> object:
+    if kind is float:
+        try:
+            value = float(raw)
+        except ValueError:
+            value = -1.0
+        if value <= 0:
+            raise SettingsError(f"{var}={raw!r}: expected a positive number of seconds")
+        return value
+    if kind is bool:
+        if raw.lower() not in ("true", "false"):
+            raise SettingsError(f"{var}={raw!r}: expected true or false")
+        return raw.lower() == "true"
+    return raw

@@ -1,0 +1,33 @@
+"""Settings are read once from the environment, with clear errors naming the variable."""
+
+from __future__ import annotations
+
+import pytest
+
+from ebb_operator.settings import OperatorSettings, SettingsError
+
+
+def test_defaults_without_environment() -> None:
+    s = OperatorSettings.from_env({})
+    assert (s.resync_seconds, s.allow_inline_clusters, s.default_cluster, s.namespace) == (
+        60.0,
+        False,
+        None,
+        "default",
+    )
+
+
+def test_values_come_from_their_variables() -> None:
+    s = OperatorSettings.from_env(
+        {"EBB_RESYNC_SECONDS": "2", "EBB_ALLOW_INLINE_CLUSTERS": "true", "EBB_DEFAULT_CLUSTER": "ebb",
+         "EBB_OPERATOR_NAMESPACE": "ebb-system", "EBB_OPERATOR_IMAGE": "ebb-operator:1"}
+    )  # fmt: skip
+    assert (s.resync_seconds, s.allow_inline_clusters, s.default_cluster) == (2.0, True, "ebb")
+    assert (s.namespace, s.image) == ("ebb-system", "ebb-operator:1")
+
+
+@pytest.mark.parametrize(("var", "value"), [("EBB_RESYNC_SECONDS", "soon"), ("EBB_RESYNC_SECONDS", "0"),
+                                            ("EBB_ALLOW_INLINE_CLUSTERS", "yes")])  # fmt: skip
+def test_bad_values_name_the_variable(var: str, value: str) -> None:
+    with pytest.raises(SettingsError, match=var):
+        OperatorSettings.from_env({var: value})
