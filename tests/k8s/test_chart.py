@@ -153,7 +153,8 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
         # Tenants bound to ebb-edit may use the tenant kinds in their namespace, never KafkaCluster. (Its
         # aggregation into Kubernetes' edit role needs kube-controller-manager: the cluster tier.)
         control_plane.kubectl(
-            "create", "rolebinding", "tenant-edit", "-n", namespace, "--clusterrole=ebb-edit", "--user=tenant-alice"
+            "create", "rolebinding", "tenant-edit", "-n", namespace,
+            "--clusterrole=ebb-edit", "--user=tenant-alice",
         )  # fmt: skip
         for verb, resource, allowed in [
             ("create", "deleterecords.ebb.dev", "yes"),
