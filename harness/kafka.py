@@ -270,7 +270,7 @@ def _start(
     _write_properties(props, settings)
 
     started = time.monotonic()
-    kafka_tool("kafka-storage", "format", "--cluster-id", random_cluster_id(), "--config", str(props))
+    kafka_tool("kafka-storage", "format", f"--cluster-id={random_cluster_id()}", "--config", str(props))
     cmd = java_command(
         "kafka.Kafka",
         str(props),
