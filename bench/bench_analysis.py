@@ -297,7 +297,8 @@ def bench_retention(spark: SparkSession) -> list[dict[str, Any]]:
 
 def _setup_cluster(bootstrap: str, topics: int, groups: int) -> None:
     """`topics` x PARTS_PER_TOPIC partitions of 100 records (the first 50 two hours old), and `groups`
-    groups each committed on every partition (kafka-python's alter_group_offsets: one OffsetCommit each)."""
+    groups each committed on every partition at 40-100 (kafka-python's alter_group_offsets: one
+    OffsetCommit each), so with consumedRetention 1h every partition is cut at its slowest group."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
     from kafka import KafkaAdminClient
@@ -329,7 +330,7 @@ def _setup_cluster(bootstrap: str, topics: int, groups: int) -> None:
         for g in range(groups):
             offsets = {
                 KTopicPartition(f"t{i // PARTS_PER_TOPIC}", i % PARTS_PER_TOPIC): OffsetAndMetadata(
-                    _committed(g, i) % 101, "", -1
+                    40 + _committed(g, i) % 61, "", -1
                 )
                 for i in range(topics * PARTS_PER_TOPIC)
             }

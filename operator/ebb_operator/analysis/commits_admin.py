@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -30,50 +31,81 @@ class CommitsReadError(RuntimeError):
     """A group's committed offsets could not be read; the plan must not be computed without them."""
 
 
+class _Topic(NamedTuple):
+    tid: int
+    first_tp: int
+    size: int  # the snapshot lists partitions 0 .. size-1 (tp = first_tp + partition), unless
+    listed: dict[int, int] | None  # partition -> tp, where it lists others
+
+    def tp(self, partition: int) -> int | None:
+        """The partition's id; None for a partition the snapshot does not list."""
+        if self.listed is not None:
+            return self.listed.get(partition)
+        return self.first_tp + partition if 0 <= partition < self.size else None
+
+
+def _topic_index(topics: Mapping[str, list[int]]) -> dict[str, _Topic]:
+    index = {}
+    for topic, (tid, first_tp, *partitions) in topics.items():
+        contiguous = partitions == list(range(len(partitions)))
+        listed = None if contiguous else {p: first_tp + i for i, p in enumerate(partitions)}
+        index[topic] = _Topic(tid, first_tp, len(partitions), listed)
+    return index
+
+
 def read_groups(
     connection: ClusterConnection, groups: Sequence[str], first_gid: int, topics: Mapping[str, list[int]]
 ) -> pa.RecordBatch:
     """The commits of `groups` (ids from `first_gid` on) on the catalog's topics (`Catalog.reader_topics`),
-    as one Arrow batch of catalog.COMMITS_SCHEMA."""
-    tps: dict[tuple[str, int], tuple[int, int]] = {}
-    for topic, (tid, first_tp, *partitions) in topics.items():
-        for i, partition in enumerate(partitions):
-            tps[topic, partition] = (tid, first_tp + i)
-    gid_col: list[int] = []
-    tid_col: list[int] = []
-    tp_col: list[int] = []
-    offset_col: list[int] = []
-    first_col: list[bool] = []
+    as one Arrow batch of catalog.COMMITS_SCHEMA. The answer comes in columns per group and topic
+    (ClusterAdmin.committed_offsets_by_topic), so the work here is per topic, not per commit."""
+    index = _topic_index(topics)
+    gids: list[int] = []
+    tids: list[int] = []
+    tps: list[int] = []
+    offsets: list[int] = []
+    first: list[bool] = []  # one row per (group, topic) says the group reads the topic
     with ClusterAdmin(connection, request_timeout=60.0) as admin:
-        found = admin.committed_offsets_of(groups)
+        found = admin.committed_offsets_by_topic(groups)
     for gid, group in enumerate(groups, start=first_gid):
-        offsets = found[group]
-        if isinstance(offsets, KafkaFailure):
-            raise CommitsReadError(f"cannot read the committed offsets of group {group}: {offsets}")
-        seen: set[int] = set()
-        for tp, offset in offsets.items():
-            ids = tps.get((tp.topic, tp.partition))
-            if ids is None:
-                if tp.topic not in topics:
-                    continue  # a topic the policy does not match
-                tid = topics[tp.topic][0]
-                ids = (tid, unlisted_partition(tid))  # the topic grew since the snapshot
-                if ids[1] in seen:
-                    continue
-                seen.add(ids[1])
-            gid_col.append(gid)
-            tid_col.append(ids[0])
-            tp_col.append(ids[1])
-            offset_col.append(offset)
-            first_col.append(ids[0] not in seen)
-            seen.add(ids[0])
+        committed = found[group]
+        if isinstance(committed, KafkaFailure):
+            raise CommitsReadError(f"cannot read the committed offsets of group {group}: {committed}")
+        for t in committed:
+            topic = index.get(t.topic)
+            if topic is None:
+                continue  # a topic the policy does not match
+            n = len(t.partitions)
+            if n == 0:
+                continue
+            if topic.listed is None and max(t.partitions) < topic.size:
+                tps.extend([topic.first_tp + p for p in t.partitions])
+                offsets.extend(t.offsets)
+            else:
+                n, grew = 0, False
+                for p, o in zip(t.partitions, t.offsets, strict=True):
+                    tp = topic.tp(p)
+                    if tp is None:
+                        grew = True  # the topic grew since the snapshot
+                        continue
+                    tps.append(tp)
+                    offsets.append(o)
+                    n += 1
+                if grew:  # one row says so
+                    tps.append(unlisted_partition(topic.tid))
+                    offsets.append(-1)
+                    n += 1
+            gids.extend([gid] * n)
+            tids.extend([topic.tid] * n)
+            first.append(True)
+            first.extend([False] * (n - 1))
     return pa.RecordBatch.from_arrays(
         [
-            pa.array(gid_col, pa.int32()),
-            pa.array(tid_col, pa.int32()),
-            pa.array(tp_col, pa.int32()),
-            pa.array(offset_col, pa.int64()),
-            pa.array(first_col, pa.bool_()),
+            pa.array(gids, pa.int32()),
+            pa.array(tids, pa.int32()),
+            pa.array(tps, pa.int32()),
+            pa.array(offsets, pa.int64()),
+            pa.array(first, pa.bool_()),
         ],
         schema=COMMITS_ARROW_SCHEMA,
     )

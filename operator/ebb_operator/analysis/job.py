@@ -4,10 +4,12 @@ plan."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
@@ -49,12 +51,42 @@ class RunResult:
     empty_since: dict[str, int]  # the operator's memory of empty groups, for the next run
 
 
+def cpu_seconds() -> float | None:
+    """CPU time of this process and every live or reaped descendant (the JVM of local mode, its Python
+    workers), from /proc; None where there is no /proc. On a shared machine, wall time says little."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    spent: dict[int, float] = {}
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        pid = int(stat.parent.name)
+        parent[pid] = int(fields[1])
+        spent[pid] = sum(int(f) for f in fields[11:15]) / tick  # utime stime cutime cstime
+    me, total = os.getpid(), 0.0
+    for pid, seconds in spent.items():
+        p = pid
+        while p not in (me, 0, 1) and p in parent:
+            p = parent[p]
+        if p == me:
+            total += seconds
+    return total
+
+
 @contextmanager
 def phase(what: str) -> Iterator[None]:
-    """Log how long a phase of the run took: where a run's time goes (docs/analysis.md)."""
-    started = time.perf_counter()
+    """Log how long a phase of the run took, and its CPU seconds: where a run's time goes."""
+    started, cpu = time.perf_counter(), cpu_seconds()
     yield
-    log.info("%s took %.1f s", what, time.perf_counter() - started)
+    wall = time.perf_counter() - started
+    after = cpu_seconds()
+    spent = f", {after - cpu:.1f} CPU s" if after is not None and cpu is not None else ""
+    log.info("%s took %.1f s%s", what, wall, spent)
 
 
 def run_analysis(
