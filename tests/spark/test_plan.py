@@ -426,8 +426,25 @@ def test_the_slowest_groups_lag_is_reported_held_or_not(spark: SparkSession) -> 
     p0 = result.decisions[0]
     # a has read up to 40 of 100: 60 records (6 000 of the partition's 10 000 bytes) are held for it.
     assert (p0.partition, p0.blocking_groups, p0.lag_records, p0.lag_bytes) == (0, ["a"], 60, 6_000)
+    # b has no commit on p1, which it reads: it holds all 100 records (10 000 bytes) there.
     (topic,) = result.topics
     assert [(g.group, g.partitions, g.lag_records, g.lag_bytes) for g in topic.limiting] == [
-        ("a", 1, 60, 6_000)
+        ("b", 1, 100, 10_000),
+        ("a", 1, 60, 6_000),
     ]
-    assert topic.limiting_count == 1
+    assert topic.limiting_count == 2
+
+
+def test_named_groups_are_bounded_and_counted(spark: SparkSession) -> None:
+    """25 readers lack a commit on p1: 20 are named (in name order), all 25 counted."""
+    readers = [f"g{i:02}" for i in range(25)]
+    result = plan_of(
+        spark,
+        offsets=[commit(g, "orders", 0, 50) for g in readers] + [commit("z", "orders", 1, 50)],
+        partitions=[part("orders", 0), part("orders", 1)],
+    )
+    (topic,) = result.topics
+    held = {h.partition: (h.reason, h.blocking_groups, h.blocking_count) for h in topic.held}
+    assert held == {0: (HoldReason.NO_COMMIT, ["z"], 1), 1: (HoldReason.NO_COMMIT, readers[:20], 25)}
+    # The topic's limiting list is bounded too, with its total (of the groups its partitions name).
+    assert (len(topic.limiting), topic.limiting_count) == (10, 21)

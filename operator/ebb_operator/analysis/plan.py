@@ -435,6 +435,7 @@ class PartitionDecision:
     bytes: int
     lag_records: int
     lag_bytes: int
+    size_bytes: int | None = None
 
 
 def _deletes(cleanup_policy: str | None) -> bool:
@@ -558,6 +559,7 @@ def _decide(
         0,
         lag,
         _share(p.size_bytes, lag, span),
+        p.size_bytes,
     )
     if hold is not None:
         d.status, d.reason, (d.blocking_count, d.blocking_groups) = hold
@@ -627,15 +629,26 @@ def summarize(
             if len(t.held) < max_held_per_topic:
                 t.held.append(
                     HeldPartition(
-                        partition=r.partition, reason=reason, blocking_groups=list(r.blocking_groups)
+                        partition=r.partition,
+                        reason=reason,
+                        blocking_groups=list(r.blocking_groups),
+                        blocking_count=r.blocking_count,
                     )
                 )
+        # Who holds the disk: the slowest counted group where it limits the cut, and a group behind a hold
+        # with everything the partition retains (as far as the plan can tell, it has read none of it).
         if r.limited_by == LIMITED_BY_CONSUMERS:
+            lag = (r.lag_records, r.lag_bytes)
+        elif r.status == HELD and r.log_start is not None and r.high_watermark is not None:
+            lag = (r.high_watermark - r.log_start, r.size_bytes or 0)
+        else:
+            lag = None
+        if lag is not None:
             for g in r.blocking_groups:
                 entry = limiting.setdefault(r.topic, {}).setdefault(g, LimitingGroup(group=g))
                 entry.partitions += 1
-                entry.lag_records += r.lag_records
-                entry.lag_bytes += r.lag_bytes
+                entry.lag_records += lag[0]
+                entry.lag_bytes += lag[1]
         if r.status == DELETABLE and r.delete_before is not None:
             deletes.append(PartitionOffset(topic=r.topic, partition=r.partition, offset=r.delete_before))
     for name, groups in limiting.items():
