@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from harness.kafka import KafkaBroker, apache_kafka
+from harness.kafka_cluster import KafkaCluster, apache_kafka_cluster
 
 _START_TIMES = pytest.StashKey[list[float]]()
 
@@ -24,6 +25,19 @@ def apache_kafka_broker(
     with apache_kafka(tmp_path_factory.mktemp("apache-kafka")) as broker:
         pytestconfig.stash.setdefault(_START_TIMES, []).append(broker.start_seconds)
         yield broker
+
+
+@pytest.fixture(scope="session")
+def apache_kafka_cluster3(
+    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[KafkaCluster]:
+    """A running 3-node KRaft cluster (RF=3, min.insync.replicas=2; `harness.kafka_cluster`), one per
+    session: tests that stop or freeze a node start or thaw it again before they end."""
+    with apache_kafka_cluster(tmp_path_factory.mktemp("apache-kafka-cluster")) as cluster:
+        pytestconfig.stash.setdefault(_START_TIMES, []).append(cluster.start_seconds)
+        yield cluster
+        for node in cluster.nodes:
+            assert node.running and not node.frozen, f"a test left node {node.node_id} stopped or frozen"
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
