@@ -22,6 +22,7 @@ from ebb_broker.config import BrokerConfig
 from ebb_broker.coordinator.group_coordinator import GroupCoordinator
 from ebb_broker.coordinator.offsets_store import OffsetsStore
 from ebb_broker.coordinator.producer_ids import ProducerIdManager
+from ebb_broker.coordinator.timer import LoopTimer
 from ebb_broker.log import LogManager
 from ebb_broker.metrics import BrokerMetrics
 from ebb_broker.protocol import apis  # noqa: F401  (registers every API)
@@ -71,7 +72,14 @@ async def run(options: BrokerOptions) -> None:
     config = BrokerConfig.parse(options.configs or {})
     metrics = BrokerMetrics()
     logs = LogManager.open(options.data_dir, config.log_manager_config())
-    groups = GroupCoordinator(OffsetsStore(logs, config.offsets_topic_num_partitions))
+    loop = asyncio.get_running_loop()
+    timer = LoopTimer(loop)
+    groups = GroupCoordinator(
+        OffsetsStore(logs, config.offsets_topic_num_partitions),
+        timer,
+        config.group_coordinator_config(),
+        loop=loop,
+    )
     groups.load()
     identity = BrokerIdentity(
         options.broker_id,
@@ -121,7 +129,6 @@ async def run(options: BrokerOptions) -> None:
         ),
     ]
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     print(f"ebb-broker listening on {options.host}:{server.port}", flush=True)
@@ -131,6 +138,6 @@ async def run(options: BrokerOptions) -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    await groups.stop()
+    timer.cancel_all()
     logs.close()
     log.info("clean shutdown complete")

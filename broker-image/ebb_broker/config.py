@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
+from ebb_broker.coordinator.group_coordinator import INT_MAX, GroupCoordinatorConfig
 from ebb_broker.log.errors import InvalidConfigError
 from ebb_broker.log.log_config import (
     HOUR_MS,
@@ -81,6 +82,16 @@ class BrokerConfig(KafkaStyleConfig):
     num_partitions: int = Field(1, alias="num.partitions", ge=1)
     auto_create_topics_enable: bool = Field(True, alias="auto.create.topics.enable")
     offsets_topic_num_partitions: int = Field(50, alias="offsets.topic.num.partitions", ge=1)
+    # The classic group coordinator (Kafka's group.* and offsets.* names and defaults).
+    group_initial_rebalance_delay_ms: int = Field(3000, alias="group.initial.rebalance.delay.ms", ge=0)
+    group_min_session_timeout_ms: int = Field(6000, alias="group.min.session.timeout.ms", ge=0)
+    group_max_session_timeout_ms: int = Field(1_800_000, alias="group.max.session.timeout.ms", ge=0)
+    group_max_size: int = Field(INT_MAX, alias="group.max.size", ge=1, le=INT_MAX)
+    offsets_retention_minutes: int = Field(7 * 24 * 60, alias="offsets.retention.minutes", ge=1)
+    offsets_retention_check_interval_ms: int = Field(
+        600_000, alias="offsets.retention.check.interval.ms", ge=1
+    )
+    offset_metadata_max_bytes: int = Field(4096, alias="offset.metadata.max.bytes", ge=0)
     # KIP-68, broker side: consumed retention is off unless enabled; the time may be given in ms,
     # minutes or hours (ms wins, then minutes, as for log.retention.*).
     log_retention_commitoffset_enable: bool = Field(False, alias="log.retention.commitoffset.enable")
@@ -96,7 +107,23 @@ class BrokerConfig(KafkaStyleConfig):
     @model_validator(mode="after")
     def _check(self) -> BrokerConfig:
         LogConfig.parse(self.topic_defaults())  # surfaces bad policy / commitoffset > retention early
+        if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
+            raise InvalidConfigError(
+                "group.min.session.timeout.ms must not exceed group.max.session.timeout.ms"
+            )
         return self
+
+    def group_coordinator_config(self) -> GroupCoordinatorConfig:
+        """The group coordinator's view of these settings."""
+        return GroupCoordinatorConfig(
+            min_session_timeout_ms=self.group_min_session_timeout_ms,
+            max_session_timeout_ms=self.group_max_session_timeout_ms,
+            max_size=self.group_max_size,
+            initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms,
+            offsets_retention_ms=self.offsets_retention_minutes * MINUTE_MS,
+            offsets_retention_check_interval_ms=self.offsets_retention_check_interval_ms,
+            offset_metadata_max_bytes=self.offset_metadata_max_bytes,
+        )
 
     @staticmethod
     def _ms(ms: int | None, minutes: int | None, hours: int | None) -> int | None:

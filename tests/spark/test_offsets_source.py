@@ -29,7 +29,9 @@ from harness.kafka import KafkaBroker
 @pytest.fixture(scope="module")
 def ebb_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EbbBroker]:
     broker = EbbBroker(
-        tmp_path_factory.mktemp("ebb-offsets") / "data", configs={"offsets.topic.num.partitions": "4"}
+        tmp_path_factory.mktemp("ebb-offsets") / "data",
+        # As the Apache Kafka harness: no initial rebalance delay for the group this module joins.
+        configs={"offsets.topic.num.partitions": "4", "group.initial.rebalance.delay.ms": "0"},
     )
     broker.start()
     yield broker
