@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaError
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.bounded import close_within
@@ -116,3 +116,93 @@ def test_consumers_started_together_share_the_first_generation(target: Target) -
     finally:
         for m in members:
             m.close()
+
+
+# ---- static membership (KIP-345), on the tier's shared brokers (no initial delay) ---------------
+
+
+@pytest.fixture(params=["ebb-broker", "apache-kafka"])
+def fast_target(request: pytest.FixtureRequest) -> Target:
+    """The tier's shared brokers (`group.initial.rebalance.delay.ms=0` on both)."""
+    if request.param == "ebb-broker":
+        return Target("ebb-broker", request.getfixturevalue("broker").bootstrap)
+    return Target("apache-kafka", request.getfixturevalue("apache_kafka_broker").bootstrap_servers)
+
+
+def _static(target: Target, group: str, instance: str) -> Member:
+    # 6 s: Kafka's smallest session timeout (group.min.session.timeout.ms), so expiry is quick to see.
+    return Member(target, group, **{"group.instance.id": instance, "session.timeout.ms": 6000})
+
+
+def test_static_member_keeps_its_assignment_across_a_restart(fast_target: Target) -> None:
+    """A static member that restarts within its session timeout gets its partition back under a new
+    member id, and no rebalance reaches the other member; once both close (static members send no
+    LeaveGroup) the group stays non-empty until their sessions expire, then DeleteGroups succeeds."""
+    topic = _topic(fast_target, partitions=2)
+    group = f"static-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": fast_target.bootstrap})
+    a, b = _static(fast_target, group, "a"), _static(fast_target, group, "b")
+    restarted: Member | None = None
+    try:
+        a.subscribe(topic)
+        b.subscribe(topic)
+        _poll_until([a, b], lambda: len(a.partitions()) == 1 and len(b.partitions()) == 1)
+        a_before, b_before = list(a.assignments), b.partitions()
+        old_member_id = b.consumer.memberid()
+        b.close()
+        restarted = _static(fast_target, group, "b")
+        restarted.subscribe(topic)
+        _poll_until([a, restarted], lambda: restarted.partitions() == b_before)
+        a.consumer.poll(1.0)
+        assert a.assignments == a_before, "the restart of b reached a as a rebalance"
+        assert restarted.assignments == [b_before]
+        assert restarted.consumer.memberid() != old_member_id
+        described = admin.describe_consumer_groups([group])[group].result(30)
+        assert {m.group_instance_id for m in described.members} == {"a", "b"}
+    finally:
+        a.close()
+        if restarted is not None:
+            restarted.close()
+    closed_at = time.monotonic()
+    with pytest.raises(Exception, match=r"NON_EMPTY_GROUP|not empty"):
+        admin.delete_consumer_groups([group])[group].result(30)
+    deadline = closed_at + 30
+    while True:
+        try:
+            admin.delete_consumer_groups([group])[group].result(30)
+            break
+        except Exception as exc:
+            if "NON_EMPTY_GROUP" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    assert time.monotonic() - closed_at >= 5, "the static members left before their 6 s sessions expired"
+
+
+def test_a_second_consumer_with_the_same_instance_id_fences_the_first(fast_target: Target) -> None:
+    """KIP-345: the newest member with a group.instance.id wins; the stale one is told
+    FENCED_INSTANCE_ID at its next heartbeat, which librdkafka raises as a fatal error."""
+    topic = _topic(fast_target, partitions=1)
+    group = f"fenced-{uuid.uuid4().hex[:8]}"
+    first = _static(fast_target, group, "same")
+    second: Member | None = None
+    errors: list[KafkaError] = []
+    try:
+        first.subscribe(topic)
+        _poll_until([first], lambda: first.partitions() == {0})
+        second = _static(fast_target, group, "same")
+        second.subscribe(topic)
+        deadline = time.monotonic() + 30
+        while not errors and time.monotonic() < deadline:
+            second.consumer.poll(0.1)
+            msg = first.consumer.poll(0.1)
+            if msg is not None and msg.error() is not None:
+                errors.append(msg.error())
+        assert errors, "the first consumer was never fenced"
+        # librdkafka's text for FENCED_INSTANCE_ID (82), raised as a fatal consumer error.
+        assert errors[0].code() == KafkaError._FATAL
+        assert "Static consumer fenced by other consumer with same group.instance.id" in errors[0].str()
+        _poll_until([second], lambda: second.partitions() == {0})
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
