@@ -3,7 +3,9 @@
 Every test runs against both brokers with the same assertions. The brokers of this module keep Kafka's
 default `group.initial.rebalance.delay.ms` (3000: the behaviour under test; the tier's shared brokers set
 it to 0 for speed) and check offset retention every second with the smallest retention Kafka accepts
-(`offsets.retention.minutes=1`), so KIP-211 expiry is observable within the tier's time budget.
+(`offsets.retention.minutes=1`), so KIP-211 expiry is observable within the tier's time budget: the
+retention scenario starts with each broker (`_start_retention_scenario`) and its test, the module's last,
+checks the outcome once the minute has passed, so the wait overlaps the other tests.
 """
 
 from __future__ import annotations
@@ -14,9 +16,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_INVALID,
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from ebb_broker.coordinator.offsets_records import GroupKey, OffsetKey, decode_key, partition_for
 from harness.bounded import close_within
 from harness.ebb_broker import EbbBroker
 from harness.kafka import apache_kafka
@@ -29,10 +39,23 @@ GROUP_SETTINGS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass
+class RetentionScenario:
+    """Groups whose offsets were committed when the broker started (see test_offsets_retention)."""
+
+    topic: str
+    standalone: str  # committed through the Admin API, never joined
+    emptied: str  # a consumer joined, committed and left
+    live: str  # a consumer joined, committed and stays
+    live_member: Member
+    started: float  # time.monotonic() once every commit was made and the emptied group was empty
+
+
+@dataclass
 class Target:
     name: str
     bootstrap: str
+    retention: RetentionScenario | None = None
 
 
 @pytest.fixture(scope="module")
@@ -40,14 +63,26 @@ def ebb_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     root = tmp_path_factory.mktemp("ebb-groups")
     broker = EbbBroker(root / "data", configs={"offsets.topic.num.partitions": "4", **GROUP_SETTINGS})
     broker.start()
-    yield Target("ebb-broker", broker.bootstrap)
-    assert broker.stop() == 0
+    target = Target("ebb-broker", broker.bootstrap)
+    try:
+        target.retention = _start_retention_scenario(target)
+        yield target
+    finally:
+        if target.retention is not None:
+            target.retention.live_member.close()
+        assert broker.stop() == 0
 
 
 @pytest.fixture(scope="module")
 def kafka_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     with apache_kafka(tmp_path_factory.mktemp("kafka-groups"), GROUP_SETTINGS) as kafka:
-        yield Target("apache-kafka", kafka.bootstrap_servers)
+        target = Target("apache-kafka", kafka.bootstrap_servers)
+        try:
+            target.retention = _start_retention_scenario(target)
+            yield target
+        finally:
+            if target.retention is not None:
+                target.retention.live_member.close()
 
 
 @pytest.fixture(params=["ebb-broker", "apache-kafka"])
@@ -206,3 +241,110 @@ def test_a_second_consumer_with_the_same_instance_id_fences_the_first(fast_targe
         first.close()
         if second is not None:
             second.close()
+
+
+# ---- offset retention (KIP-211) -------------------------------------------------------------------
+
+
+def _committed(target: Target, group: str, topic: str) -> int:
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])
+    result = admin.list_consumer_group_offsets([request])[group].result(30)
+    return int(result.topic_partitions[0].offset)
+
+
+def _standalone_commit(target: Target, group: str, topic: str, offset: int) -> None:
+    """AlterConsumerGroupOffsets (OffsetCommit, generation -1), retried while the coordinator loads:
+    a fresh Kafka answers NOT_COORDINATOR per partition until __consumer_offsets is ready."""
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    deadline = time.monotonic() + 30
+    while True:
+        request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, offset)])
+        result = admin.alter_consumer_group_offsets([request])[group].result(30)
+        error = result.topic_partitions[0].error
+        if error is None:
+            return
+        assert error.retriable() and time.monotonic() < deadline, f"standalone commit failed: {error}"
+        time.sleep(0.5)
+
+
+def _start_retention_scenario(target: Target) -> RetentionScenario:
+    """Three groups commit to one topic: a standalone commit, a consumer that leaves, one that stays."""
+    topic = _topic(target, partitions=1)
+    suffix = uuid.uuid4().hex[:8]
+    standalone, emptied, live = f"standalone-{suffix}", f"emptied-{suffix}", f"live-{suffix}"
+    _standalone_commit(target, standalone, topic, 5)
+    leaving, staying = Member(target, emptied), Member(target, live, **{"max.poll.interval.ms": 600000})
+    try:
+        leaving.subscribe(topic)
+        staying.subscribe(topic)
+        _poll_until([leaving, staying], lambda: leaving.partitions() == staying.partitions() == {0})
+        leaving.consumer.commit(offsets=[TopicPartition(topic, 0, 7)], asynchronous=False)
+        staying.consumer.commit(offsets=[TopicPartition(topic, 0, 9)], asynchronous=False)
+    finally:
+        leaving.close()  # LeaveGroup: the group is Empty from now on
+    started = time.monotonic()
+    assert [_committed(target, g, topic) for g in (standalone, emptied, live)] == [5, 7, 9]
+    return RetentionScenario(topic, standalone, emptied, live, staying, started)
+
+
+def _latest_consumer_offsets_records(target: Target, groups: set[str]) -> dict[object, bytes | None]:
+    """The latest record per key of `groups` in __consumer_offsets, read with a plain consumer."""
+    reader = Consumer(
+        {
+            "bootstrap.servers": target.bootstrap,
+            "group.id": f"reader-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    latest: dict[object, bytes | None] = {}
+    try:
+        partitions = {partition_for(g, 4) for g in groups}  # offsets.topic.num.partitions=4 on both
+        reader.assign([TopicPartition("__consumer_offsets", p, OFFSET_BEGINNING) for p in partitions])
+        at_end: set[int] = set()
+        deadline = time.monotonic() + 30
+        while at_end != partitions and time.monotonic() < deadline:
+            msg = reader.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    at_end.add(msg.partition())
+                continue
+            key = decode_key(msg.key()) if msg.key() else None
+            if isinstance(key, OffsetKey | GroupKey) and key.group in groups:
+                latest[key] = msg.value()
+        assert at_end == partitions, "__consumer_offsets was not read to its end"
+    finally:
+        close_within(reader, what="__consumer_offsets reader")
+    return latest
+
+
+def test_offsets_of_empty_and_standalone_groups_expire_with_tombstones(target: Target) -> None:
+    """offsets.retention.minutes (KIP-211): once a group has been Empty that long (a standalone commit:
+    since the commit) its offsets and then the group are gone, with tombstones in __consumer_offsets; a
+    Stable group keeps the offsets of the topic it consumes. Runs last: the minute started with the
+    broker."""
+    scenario = target.retention
+    assert scenario is not None
+    remaining = scenario.started + 60 - time.monotonic()
+    if remaining > 0:
+        time.sleep(remaining)
+    expired = {scenario.standalone, scenario.emptied}
+    deadline = time.monotonic() + 30
+    while any(_committed(target, g, scenario.topic) != OFFSET_INVALID for g in expired):
+        assert time.monotonic() < deadline, "offsets still there 90 s after their group emptied"
+        time.sleep(1)
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    listed = {g.group_id for g in admin.list_consumer_groups().result(30).valid}
+    assert not expired & listed, "groups left without offsets are deleted"
+    assert scenario.live in listed and _committed(target, scenario.live, scenario.topic) == 9
+    records = _latest_consumer_offsets_records(target, expired | {scenario.live})
+    for group in expired:
+        assert (
+            OffsetKey(group, scenario.topic, 0) in records
+            and records[OffsetKey(group, scenario.topic, 0)] is None
+        )
+        assert records.get(GroupKey(group), b"") is None, f"no group tombstone for {group}"
+    assert records[OffsetKey(scenario.live, scenario.topic, 0)] is not None
