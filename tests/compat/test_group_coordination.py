@@ -10,9 +10,10 @@ checks the outcome once the minute has passed, so the wait overlaps the other te
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -22,6 +23,7 @@ from confluent_kafka import (
     Consumer,
     ConsumerGroupTopicPartitions,
     KafkaError,
+    KafkaException,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -55,6 +57,7 @@ class RetentionScenario:
 class Target:
     name: str
     bootstrap: str
+    restart: Callable[[], object] = lambda: None  # stop and start again on the same data and port
     retention: RetentionScenario | None = None
 
 
@@ -63,7 +66,7 @@ def ebb_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     root = tmp_path_factory.mktemp("ebb-groups")
     broker = EbbBroker(root / "data", configs={"offsets.topic.num.partitions": "4", **GROUP_SETTINGS})
     broker.start()
-    target = Target("ebb-broker", broker.bootstrap)
+    target = Target("ebb-broker", broker.bootstrap, broker.restart)
     try:
         target.retention = _start_retention_scenario(target)
         yield target
@@ -76,7 +79,7 @@ def ebb_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
 @pytest.fixture(scope="module")
 def kafka_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     with apache_kafka(tmp_path_factory.mktemp("kafka-groups"), GROUP_SETTINGS) as kafka:
-        target = Target("apache-kafka", kafka.bootstrap_servers)
+        target = Target("apache-kafka", kafka.bootstrap_servers, kafka.restart)
         try:
             target.retention = _start_retention_scenario(target)
             yield target
@@ -243,10 +246,53 @@ def test_a_second_consumer_with_the_same_instance_id_fences_the_first(fast_targe
             second.close()
 
 
+# ---- a broker restart (a coordinator failover on one node) -------------------------------------------
+
+
+def _commit_retrying(member: Member, topic: str, offset: int, timeout: float = 60) -> None:
+    """A member's synchronous commit, retried while the restarted coordinator becomes available."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            member.consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+            return
+        except KafkaException as exc:
+            error = exc.args[0]
+            assert error.retriable() and time.monotonic() < deadline, f"commit failed: {error}"
+            member.consumer.poll(0.5)
+
+
+def test_group_members_carry_on_after_a_restart(target: Target) -> None:
+    """After a restart the coordinator reloads the group from __consumer_offsets with its members, as
+    Kafka's coordinator does after a failover: the member keeps its member id and assignment (no
+    rebalance) and its commit with the generation it had is accepted; a member that left stays gone."""
+    topic = _topic(target, partitions=2)
+    group = f"failover-{uuid.uuid4().hex[:8]}"
+    # Reconnect within a second of the broker's return (librdkafka backs off up to 10 s by default).
+    member = Member(target, group, **{"session.timeout.ms": 30000, "reconnect.backoff.max.ms": 1000})
+    try:
+        member.subscribe(topic)
+        _poll_until([member], lambda: member.partitions() == {0, 1})
+        _commit_retrying(member, topic, 3)
+        member_id = member.consumer.memberid()
+        target.restart()
+        _commit_retrying(member, topic, 5)  # needs the member and generation the coordinator reloaded
+        for _ in range(5):
+            member.consumer.poll(0.3)  # a few heartbeats (every 500 ms) reach the reloaded group
+        assert member.assignments == [{0, 1}], "the restart caused a rebalance"
+        assert member.consumer.memberid() == member_id
+        admin = AdminClient({"bootstrap.servers": target.bootstrap})
+        described = admin.describe_consumer_groups([group])[group].result(30)
+        assert [m.member_id for m in described.members] == [member_id]
+        assert _committed_offsets(target, group, topic) == 5
+    finally:
+        member.close()
+
+
 # ---- offset retention (KIP-211) -------------------------------------------------------------------
 
 
-def _committed(target: Target, group: str, topic: str) -> int:
+def _committed_offsets(target: Target, group: str, topic: str) -> int:
     admin = AdminClient({"bootstrap.servers": target.bootstrap})
     request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])
     result = admin.list_consumer_group_offsets([request])[group].result(30)
@@ -254,17 +300,20 @@ def _committed(target: Target, group: str, topic: str) -> int:
 
 
 def _standalone_commit(target: Target, group: str, topic: str, offset: int) -> None:
-    """AlterConsumerGroupOffsets (OffsetCommit, generation -1), retried while the coordinator loads:
-    a fresh Kafka answers NOT_COORDINATOR per partition until __consumer_offsets is ready."""
+    """AlterConsumerGroupOffsets (OffsetCommit, generation -1), retried while the coordinator loads: a
+    fresh Kafka answers NOT_COORDINATOR (or nothing, while it creates __consumer_offsets) at first."""
     admin = AdminClient({"bootstrap.servers": target.bootstrap})
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90
     while True:
         request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, offset)])
-        result = admin.alter_consumer_group_offsets([request])[group].result(30)
-        error = result.topic_partitions[0].error
-        if error is None:
-            return
-        assert error.retriable() and time.monotonic() < deadline, f"standalone commit failed: {error}"
+        try:
+            result = admin.alter_consumer_group_offsets([request], request_timeout=15)[group].result(30)
+            problem: object = result.topic_partitions[0].error
+            if problem is None:
+                return
+        except (KafkaException, concurrent.futures.TimeoutError) as exc:
+            problem = exc
+        assert time.monotonic() < deadline, f"standalone commit failed: {problem}"
         time.sleep(0.5)
 
 
@@ -274,7 +323,13 @@ def _start_retention_scenario(target: Target) -> RetentionScenario:
     suffix = uuid.uuid4().hex[:8]
     standalone, emptied, live = f"standalone-{suffix}", f"emptied-{suffix}", f"live-{suffix}"
     _standalone_commit(target, standalone, topic, 5)
-    leaving, staying = Member(target, emptied), Member(target, live, **{"max.poll.interval.ms": 600000})
+    # The live member rides out the broker restart of test_group_members_carry_on_after_a_restart.
+    staying_conf = {
+        "max.poll.interval.ms": 600000,
+        "session.timeout.ms": 30000,
+        "reconnect.backoff.max.ms": 1000,
+    }
+    leaving, staying = Member(target, emptied), Member(target, live, **staying_conf)
     try:
         leaving.subscribe(topic)
         staying.subscribe(topic)
@@ -284,7 +339,7 @@ def _start_retention_scenario(target: Target) -> RetentionScenario:
     finally:
         leaving.close()  # LeaveGroup: the group is Empty from now on
     started = time.monotonic()
-    assert [_committed(target, g, topic) for g in (standalone, emptied, live)] == [5, 7, 9]
+    assert [_committed_offsets(target, g, topic) for g in (standalone, emptied, live)] == [5, 7, 9]
     return RetentionScenario(topic, standalone, emptied, live, staying, started)
 
 
@@ -333,13 +388,13 @@ def test_offsets_of_empty_and_standalone_groups_expire_with_tombstones(target: T
         time.sleep(remaining)
     expired = {scenario.standalone, scenario.emptied}
     deadline = time.monotonic() + 30
-    while any(_committed(target, g, scenario.topic) != OFFSET_INVALID for g in expired):
+    while any(_committed_offsets(target, g, scenario.topic) != OFFSET_INVALID for g in expired):
         assert time.monotonic() < deadline, "offsets still there 90 s after their group emptied"
         time.sleep(1)
     admin = AdminClient({"bootstrap.servers": target.bootstrap})
     listed = {g.group_id for g in admin.list_consumer_groups().result(30).valid}
     assert not expired & listed, "groups left without offsets are deleted"
-    assert scenario.live in listed and _committed(target, scenario.live, scenario.topic) == 9
+    assert scenario.live in listed and _committed_offsets(target, scenario.live, scenario.topic) == 9
     records = _latest_consumer_offsets_records(target, expired | {scenario.live})
     for group in expired:
         assert (

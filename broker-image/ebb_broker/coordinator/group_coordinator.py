@@ -31,6 +31,7 @@ from kafka import errors as E
 from ebb_broker.coordinator.group import Group, GroupState, JoinResult, Member, SyncResult
 from ebb_broker.coordinator.offsets import CommittedOffset, OffsetManager, Record, commit_record
 from ebb_broker.coordinator.offsets_records import (
+    OFFSETS_TOPIC,
     GroupKey,
     GroupValue,
     MemberRecord,
@@ -115,18 +116,16 @@ class GroupCoordinator:
         """
         self.store.ensure_topic()
         group_values: dict[str, GroupValue] = {}
-        for key_bytes, value in self.store.replay():
+        for key, value in self._latest_records().items():
             try:
-                key = decode_key(key_bytes)
                 if isinstance(key, OffsetKey):
                     self.offsets.replay(key, None if value is None else OffsetValue.decode(value))
-                elif isinstance(key, GroupKey):
-                    if value is None:
-                        group_values.pop(key.group, None)
-                    else:
-                        group_values[key.group] = GroupValue.decode(value)
+                elif value is None:
+                    group_values.pop(key.group, None)
+                else:
+                    group_values[key.group] = GroupValue.decode(value)
             except RecordFormatError as exc:
-                log.warning("skipping unreadable %s record: %s", self.store.partitions, exc)
+                log.warning("skipping unreadable %s record %s: %s", OFFSETS_TOPIC, key, exc)
         for group_id, gv in group_values.items():
             self.groups[group_id] = _group_from_record(group_id, gv)
         for group_id in self.offsets.by_group:
@@ -139,6 +138,44 @@ class GroupCoordinator:
             members,
             sum(len(c) for c in self.offsets.by_group.values()),
         )
+
+    def _latest_records(self) -> dict[OffsetKey | GroupKey, bytes | None]:
+        """The latest value (None: a tombstone) of every key in `__consumer_offsets`.
+
+        Earlier ebb-broker versions placed groups whose Java hashCode is negative in another partition
+        than Kafka does (they masked the sign bit instead of Kafka's Math.abs). Such records are older
+        than any in the group's proper partition, so those win; a misplaced value is copied to the
+        proper partition when nothing newer is there, and gets a tombstone where it was, so compaction
+        removes it and it can never come back once the proper partition's tombstones are cleaned.
+        """
+        placed: dict[OffsetKey | GroupKey, bytes | None] = {}
+        misplaced: dict[OffsetKey | GroupKey, tuple[int, bytes, bytes]] = {}
+        for partition, key_bytes, value in self.store.replay():
+            try:
+                key = decode_key(key_bytes)
+            except RecordFormatError as exc:
+                log.warning("skipping unreadable %s key in partition %d: %s", OFFSETS_TOPIC, partition, exc)
+                continue
+            if key is None:
+                continue
+            if partition == self.store.partition_for(key.group):
+                placed[key] = value
+            elif value is not None:
+                misplaced[key] = (partition, key_bytes, value)
+            else:
+                misplaced.pop(key, None)
+        for key, (partition, key_bytes, value) in misplaced.items():
+            if key not in placed:
+                self.store.append(key.group, [(key_bytes, value)])
+                placed[key] = value
+            self.store.append_to(partition, [(key_bytes, None)])
+        if misplaced:
+            log.info(
+                "moved %d records to the %s partitions Kafka assigns their groups",
+                len(misplaced),
+                OFFSETS_TOPIC,
+            )
+        return placed
 
     def start(self) -> None:
         """Start the loaded members' sessions and the periodic offsets retention check."""

@@ -47,6 +47,10 @@ class OffsetsStore:
 
     def append(self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]) -> None:
         """Append key/value records (value None = tombstone) for one group in one batch."""
+        self.append_to(self.partition_for(group_id), records)
+
+    def append_to(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+        """Append key/value records to one partition in one batch."""
         if not records:
             return
         builder = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 30)
@@ -54,10 +58,10 @@ class OffsetsStore:
         for key, value in records:
             builder.append(now, key, value)
         builder.close()
-        self.logs.get_log(OFFSETS_TOPIC, self.partition_for(group_id)).append(bytes(builder.buffer()))
+        self.logs.get_log(OFFSETS_TOPIC, partition).append(bytes(builder.buffer()))
 
-    def replay(self) -> Iterator[tuple[bytes, bytes | None]]:
-        """Every (key, value) in log order, partition by partition (what a restart loads back)."""
+    def replay(self) -> Iterator[tuple[int, bytes, bytes | None]]:
+        """Every (partition, key, value) in log order, partition by partition (what a restart loads)."""
         for partition in range(self.partitions):
             plog = self.logs.get_log(OFFSETS_TOPIC, partition)
             offset = plog.log_start_offset
@@ -70,7 +74,8 @@ class OffsetsStore:
                 for batch in records:
                     for rec in batch:
                         if rec.offset >= offset and rec.key is not None:
-                            yield bytes(rec.key), None if rec.value is None else bytes(rec.value)
+                            value = None if rec.value is None else bytes(rec.value)
+                            yield partition, bytes(rec.key), value
                         last = max(last, rec.offset + 1)
                     last = max(last, batch.next_offset)
                 if last <= offset:

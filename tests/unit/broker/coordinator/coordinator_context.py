@@ -98,16 +98,19 @@ class Rebalanced:
 
 
 class CoordinatorContext:
-    def __init__(self, data_dir: Path, config: GroupCoordinatorConfig = TEST_CONFIG):
+    def __init__(
+        self, data_dir: Path, config: GroupCoordinatorConfig = TEST_CONFIG, *, offsets_partitions: int = 1
+    ):
         self.data_dir = data_dir
         self.config = config
+        self.offsets_partitions = offsets_partitions
         self.loop = asyncio.new_event_loop()  # futures only; never run
         self.timer = MockTimer()
         self._open()
 
     def _open(self) -> None:
         self.logs = LogManager.open(self.data_dir, LogManagerConfig())
-        self.store = OffsetsStore(self.logs, 1)
+        self.store = OffsetsStore(self.logs, self.offsets_partitions)
         self.coordinator = GroupCoordinator(self.store, self.timer, self.config, loop=self.loop)
         self.coordinator.load()
         self.coordinator.start()

@@ -682,3 +682,29 @@ def test_a_member_of_a_group_that_restarted_empty_must_rejoin(ctx: CoordinatorCo
     ctx.restart()
     assert ctx.heartbeat(first.member_id, 1) == E.UnknownMemberIdError.errno
     assert done(ctx.join(first.member_id)).error == E.UnknownMemberIdError.errno
+
+
+def test_records_in_the_partition_earlier_versions_used_move_to_kafkas(tmp_path: Path) -> None:
+    """Groups with a negative Java hashCode were stored in another partition than Kafka's
+    Utils.abs(hashCode) % partitions: a restart loads them, moves the value to Kafka's partition and
+    tombstones the old copy; a newer record in the proper partition wins over a misplaced one."""
+    from ebb_broker.coordinator.offsets_records import OffsetKey, OffsetValue, partition_for
+
+    group = "Hello World!"  # hashCode -969099747: Kafka's partition 3 of 4, the masked hash's 1
+    assert partition_for(group, 4) == 3
+    ctx = CoordinatorContext(tmp_path / "data", offsets_partitions=4)
+    try:
+        old = [(OffsetKey(group, "t", p).encode(), OffsetValue(o).encode()) for p, o in ((0, 5), (1, 6))]
+        ctx.store.append_to(1, old)
+        ctx.store.append_to(3, [(OffsetKey(group, "t", 1).encode(), OffsetValue(8).encode())])  # newer
+        ctx.restart()
+        assert ctx.committed(group) == {("t", 0): 5, ("t", 1): 8}
+        latest: dict[tuple[int, bytes], bytes | None] = {}
+        for partition, key, value in ctx.store.replay():
+            latest[(partition, key)] = value
+        assert latest[(1, old[0][0])] is None and latest[(1, old[1][0])] is None
+        assert latest[(3, old[0][0])] == old[0][1]
+        ctx.restart()
+        assert ctx.committed(group) == {("t", 0): 5, ("t", 1): 8}
+    finally:
+        ctx.close()

@@ -54,7 +54,7 @@ def _stay_alive(ctx: CoordinatorContext, member_id: str, generation: int, ms: in
 def _tombstones(ctx: CoordinatorContext) -> set[object]:
     """Keys whose latest record in __consumer_offsets is a tombstone."""
     latest: dict[bytes, bytes | None] = {}
-    for key, value in ctx.store.replay():
+    for _partition, key, value in ctx.store.replay():
         latest[key] = value
     return {decode_key(k) for k, v in latest.items() if v is None}
 
