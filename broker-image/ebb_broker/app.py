@@ -18,11 +18,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ebb_broker.config import BrokerConfig
 from ebb_broker.coordinator.group_coordinator import GroupCoordinator
 from ebb_broker.coordinator.offsets_store import OffsetsStore
 from ebb_broker.coordinator.producer_ids import ProducerIdManager
 from ebb_broker.coordinator.timer import LoopTimer
+from ebb_broker.dynamic_config import DynamicBrokerConfig
 from ebb_broker.log import LogManager
 from ebb_broker.metrics import BrokerMetrics
 from ebb_broker.protocol import apis  # noqa: F401  (registers every API)
@@ -69,7 +69,8 @@ async def _every(interval_ms: int, name: str, work: Callable[[], Awaitable[None]
 
 async def run(options: BrokerOptions) -> None:
     options.data_dir.mkdir(parents=True, exist_ok=True)
-    config = BrokerConfig.parse(options.configs or {})
+    dynamic_config = DynamicBrokerConfig(options.data_dir, options.configs or {})
+    config = dynamic_config.current  # --config values overlaid with the persisted dynamic ones
     metrics = BrokerMetrics()
     logs = LogManager.open(options.data_dir, config.log_manager_config())
     loop = asyncio.get_running_loop()
@@ -90,6 +91,7 @@ async def run(options: BrokerOptions) -> None:
     broker = Broker(
         identity, config, logs, groups, metrics, ProducerIdManager(options.data_dir), options.data_dir
     )
+    broker.dynamic_config = dynamic_config
     metrics.watch_partitions(
         lambda: (
             (topic, p, logs.get_log(topic, p))

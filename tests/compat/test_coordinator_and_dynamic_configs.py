@@ -1,16 +1,20 @@
-"""Group coordination as clients see it, asserted alike against ebb-broker and Apache Kafka 4.3.1.
+"""Group coordination and dynamic configs as clients and Kafka's tools see them, asserted alike against
+ebb-broker and Apache Kafka 4.3.1.
 
-Every test runs against both brokers with the same assertions. The brokers of this module keep Kafka's
-default `group.initial.rebalance.delay.ms` (3000: the behaviour under test; the tier's shared brokers set
-it to 0 for speed) and check offset retention every second with the smallest retention Kafka accepts
-(`offsets.retention.minutes=1`), so KIP-211 expiry is observable within the tier's time budget: the
-retention scenario starts with each broker (`_start_retention_scenario`) and its test, the module's last,
-checks the outcome once the minute has passed, so the wait overlaps the other tests.
+Every test runs against both brokers with the same assertions. The brokers of this module are its own:
+they keep Kafka's default `group.initial.rebalance.delay.ms` (3000: a behaviour under test; the tier's
+shared brokers set it to 0 for speed), their cluster-wide defaults are changed by the dynamic config
+tests, they are restarted by the failover test, and they check offset retention every second with the
+smallest retention Kafka accepts (`offsets.retention.minutes=1`), so KIP-211 expiry is observable within
+the tier's time budget: the retention scenario starts with each broker (`_start_retention_scenario`)
+and its test, the module's last, checks the outcome once the minute has passed, so the wait overlaps the
+other tests.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -24,17 +28,30 @@ from confluent_kafka import (
     ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
+    Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+    ResourceType,
+)
+from kafka.admin import ConfigResource as KafkaConfigResource
+from kafka.admin import ConfigResourceType, KafkaAdminClient
+from kafka.protocol.admin import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 
 from ebb_broker.coordinator.offsets_records import GroupKey, OffsetKey, decode_key, partition_for
 from harness.bounded import close_within
 from harness.ebb_broker import EbbBroker
-from harness.kafka import apache_kafka
+from harness.kafka import apache_kafka, kafka_tool
+from tests.compat.wire import Wire
 
 # Kafka's defaults, except what a test must observe in seconds rather than minutes or days.
 GROUP_SETTINGS = {
+    "log.retention.check.interval.ms": "1000",  # as harness.kafka.FAST_SETTINGS
     "group.initial.rebalance.delay.ms": "3000",
     "offsets.retention.minutes": "1",
     "offsets.retention.check.interval.ms": "1000",
@@ -244,6 +261,171 @@ def test_a_second_consumer_with_the_same_instance_id_fences_the_first(fast_targe
         first.close()
         if second is not None:
             second.close()
+
+
+# ---- dynamic broker configs and group configs ------------------------------------------------------
+
+
+def _produce_old_records(target: Target, topic: str, count: int) -> None:
+    """Records an hour old: a 60 s retention.ms makes them deletable at once."""
+    producer = Producer({"bootstrap.servers": target.bootstrap, "linger.ms": 0})
+    an_hour_ago = int(time.time() * 1000) - 3_600_000
+    for i in range(count):
+        producer.produce(topic, value=b"v%d" % i, partition=0, timestamp=an_hour_ago)
+    assert producer.flush(30) == 0
+
+
+def _low_watermark(target: Target, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": target.bootstrap, "group.id": f"wm-{uuid.uuid4().hex[:8]}"})
+    try:
+        return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)[0])
+    finally:
+        close_within(consumer, what="watermark reader")
+
+
+def _describe(target: Target, resource: ConfigResource) -> dict[str, ConfigEntry]:
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    return admin.describe_configs([resource])[resource].result(30)  # type: ignore[no-any-return]
+
+
+def _entry(target: Target, resource: ConfigResource, key: str) -> tuple[str, int]:
+    entry = _describe(target, resource)[key]
+    return entry.value, entry.source
+
+
+def _node_id(target: Target) -> str:
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    return str(admin.describe_cluster().result(30).nodes[0].id)
+
+
+def _configs_tool(target: Target, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return kafka_tool(
+        "kafka-configs",
+        "--bootstrap-server",
+        target.bootstrap,
+        "--entity-type",
+        "brokers",
+        *args,
+        check=check,
+    )
+
+
+def test_a_cluster_wide_default_set_with_kafka_configs_takes_effect_without_a_restart(target: Target) -> None:
+    """`kafka-configs --entity-type brokers --entity-default --alter --add-config log.retention.ms=60000`:
+    a topic without its own retention.ms loses its hour-old records at the next retention check, a topic
+    with an override keeps them; DescribeConfigs names the dynamic default as the source; a key Kafka
+    does not change at runtime is refused."""
+    plain, own = _topic(target, partitions=1), f"own-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    admin.create_topics([NewTopic(own, 1, 1, config={"retention.ms": "3600000000"})])[own].result(30)
+    for topic in (plain, own):
+        _produce_old_records(target, topic, 3)
+    node = _node_id(target)
+    try:
+        _configs_tool(target, "--entity-default", "--alter", "--add-config", "log.retention.ms=60000")
+        deadline = time.monotonic() + 30
+        while _low_watermark(target, plain) != 3:
+            assert time.monotonic() < deadline, "the new default never deleted the old records"
+            time.sleep(0.5)
+        assert _low_watermark(target, own) == 0, "a topic override must win over the broker default"
+        described = _configs_tool(target, "--entity-default", "--describe").stdout
+        synonyms = "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=60000}"
+        assert f"log.retention.ms=60000 sensitive=false {synonyms}" in described
+        topic_conf = _describe(target, ConfigResource(ResourceType.TOPIC, plain))["retention.ms"]
+        assert (topic_conf.value, topic_conf.source) == (
+            "60000",
+            ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
+        )
+        broker_conf = _describe(target, ConfigResource(ResourceType.BROKER, node))
+        retention = broker_conf["log.retention.ms"]
+        assert (retention.value, retention.source, retention.is_read_only) == (
+            "60000",
+            ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
+            False,
+        )
+        assert broker_conf["offsets.topic.num.partitions"].is_read_only
+        refused = _configs_tool(
+            target,
+            "--entity-default",
+            "--alter",
+            "--add-config",
+            "offsets.topic.num.partitions=7",
+            check=False,
+        )
+        assert refused.returncode != 0
+        assert (
+            "InvalidRequestException: Cannot update these configs dynamically: [offsets.topic.num.partitions]"
+            in (refused.stdout + refused.stderr)
+        )
+    finally:
+        _reset_broker_configs(target, "", ["log.retention.ms"])
+    assert "log.retention.ms" not in _configs_tool(target, "--entity-default", "--describe").stdout
+
+
+def _reset_broker_configs(target: Target, name: str, keys: list[str]) -> None:
+    """IncrementalAlterConfigs DELETE of dynamic broker configs, as raw protocol: librdkafka and
+    kafka-python refuse the default resource name "" that kafka-configs --entity-default sends."""
+    R = IncrementalAlterConfigsRequest[0]
+    Res = R.AlterConfigsResource
+    configs = [Res.AlterableConfig(name=k, config_operation=1, value=None) for k in keys]
+    request = R(resources=[Res(resource_type=4, resource_name=name, configs=configs)], validate_only=False)
+    wire = Wire(target.bootstrap)
+    try:
+        wire.send_raw(wire.frame(request, 0))
+        response = IncrementalAlterConfigsResponse.decode(wire.recv_frame(), version=0, header=True)
+    finally:
+        wire.close()
+    assert [r.error_code for r in response.responses] == [0], response
+
+
+def test_a_broker_level_dynamic_config_wins_over_the_default(target: Target) -> None:
+    """IncrementalAlterConfigs on this broker's id (kafka-configs --entity-name <id>) with kafka-python:
+    the effective value is the broker's dynamic config (DYNAMIC_BROKER_CONFIG), over the static one."""
+    node = _node_id(target)
+    admin = KafkaAdminClient(bootstrap_servers=target.bootstrap)
+    try:
+        resource = KafkaConfigResource(
+            ConfigResourceType.BROKER, node, configs={"log.segment.bytes": "2097152"}
+        )
+        assert admin.alter_configs([resource]) == {"broker": {node: "OK"}}
+    finally:
+        admin.close()
+    try:
+        resource = ConfigResource(ResourceType.BROKER, node)
+        expected = ("2097152", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+        deadline = time.monotonic() + 30  # Kafka applies a broker's dynamic config asynchronously
+        while (got := _entry(target, resource, "log.segment.bytes")) != expected:
+            assert time.monotonic() < deadline, f"log.segment.bytes described as {got}"
+            time.sleep(0.5)
+    finally:
+        _reset_broker_configs(target, node, ["log.segment.bytes"])
+
+
+def test_group_configs_describe_as_kafka_does_for_a_classic_group(target: Target) -> None:
+    """DescribeConfigs on a GROUP resource (KIP-848): the consumer session and heartbeat defaults with
+    their broker synonyms, as Kafka 4.3 answers for any group (Kafka also lists share- and streams-group
+    configs, and lets them be altered; on ebb-broker these two are read-only)."""
+    entries = _describe(target, ConfigResource(ResourceType.GROUP, f"any-{uuid.uuid4().hex[:8]}"))
+    got = {
+        key: (e.value, e.source, e.is_default, [(s.name, s.value) for s in e.synonyms.values()])
+        for key, e in entries.items()
+        if key in ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms")
+    }
+    default = ConfigSource.DEFAULT_CONFIG.value
+    assert got == {
+        "consumer.session.timeout.ms": (
+            "45000",
+            default,
+            True,
+            [("group.consumer.session.timeout.ms", "45000")],
+        ),
+        "consumer.heartbeat.interval.ms": (
+            "5000",
+            default,
+            True,
+            [("group.consumer.heartbeat.interval.ms", "5000")],
+        ),
+    }
 
 
 # ---- a broker restart (a coordinator failover on one node) -------------------------------------------
