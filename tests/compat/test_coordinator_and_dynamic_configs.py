@@ -212,8 +212,17 @@ def test_static_member_keeps_its_assignment_across_a_restart(fast_target: Target
         assert a.assignments == a_before, "the restart of b reached a as a rebalance"
         assert restarted.assignments == [b_before]
         assert restarted.consumer.memberid() != old_member_id
-        described = admin.describe_consumer_groups([group])[group].result(30)
-        assert {m.group_instance_id for m in described.members} == {"a", "b"}
+        # kafka-consumer-groups shows each static member with its group.instance.id and one partition.
+        members = kafka_tool(
+            "kafka-consumer-groups", "--bootstrap-server", fast_target.bootstrap,
+            "--describe", "--group", group, "--members",
+        ).stdout  # fmt: skip
+        lines = members.splitlines()
+        columns = next(line for line in lines if "GROUP-INSTANCE-ID" in line).split()
+        rows = [line.split() for line in lines if line.startswith(group)]
+        instance, partitions = columns.index("GROUP-INSTANCE-ID"), columns.index("#PARTITIONS")
+        assert sorted((r[instance], r[partitions]) for r in rows) == [("a", "1"), ("b", "1")], members
+        assert restarted.consumer.memberid() in {r[columns.index("CONSUMER-ID")] for r in rows}
     finally:
         a.close()
         if restarted is not None:
