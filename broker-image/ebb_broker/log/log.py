@@ -11,6 +11,11 @@ survives a kill -9 of the process; fsync (``flush.messages`` / ``log.flush.inter
 checkpoint and close) only matters for power loss, exactly as in Kafka, which also leaves durability to
 replication rather than fsync.
 
+Transactions (KIP-98): transactional batches open a transaction of their producer; the transaction
+coordinator's COMMIT/ABORT marker (``append_marker``) ends it. The last stable offset is the first offset
+of the oldest open transaction (or the high watermark); an aborted transaction is recorded in the .txnindex
+of the segment holding its marker, so a read_committed fetch gets the aborted ranges it overlaps.
+
 Who moves the log start offset (``LogStartOffsetIncrementReason``): DeleteRecords (KIP-107, never
 backwards, never past the high watermark) and retention (to the first surviving segment's base).
 
@@ -37,17 +42,24 @@ from ebb_broker.log.errors import (
     OffsetOutOfRangeError,
     PolicyViolationError,
     RecordTooLargeError,
-    UnsupportedFeatureError,
 )
 from ebb_broker.log.local_log import LocalLog, ScheduleDelete, delete_now
 from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.log_loader import load_log
-from ebb_broker.log.producer_state import ProducerEntry, ProducerStateManager
+from ebb_broker.log.producer_state import (
+    ABORT,
+    COMMIT,
+    CompletedTxn,
+    ProducerEntry,
+    ProducerStateManager,
+)
 from ebb_broker.log.records import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     BatchHeader,
+    Record,
     decode_records,
+    encode_batch,
     set_log_append_time,
     validate_batch,
 )
@@ -62,6 +74,7 @@ from ebb_broker.log.retention import (
     time_breach,
 )
 from ebb_broker.log.segment import BatchInfo, Segment
+from ebb_broker.log.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +86,10 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 # stamps (a single node is the leader of every partition at epoch 0, as Metadata reports).
 _PREFIX = struct.Struct(">qii")
 LEADER_EPOCH = 0
+# A control record: key = version int16 + ControlRecordType int16; value = EndTransactionMarker
+# (version int16, coordinatorEpoch int32).
+_CONTROL_KEY = struct.Struct(">hh")
+_CONTROL_VALUE = struct.Struct(">hi")
 
 
 def wall_clock_ms() -> int:
@@ -238,11 +255,16 @@ class Log:
 
     # -- append -------------------------------------------------------------------------------------------
 
-    def append(self, records: bytes | memoryview, *, now_ms: int | None = None) -> AppendInfo:
-        """Validate, stamp and append one or more v2 batches as received from a producer.
+    def append(
+        self, records: bytes | memoryview, *, now_ms: int | None = None, coordinator: bool = False
+    ) -> AppendInfo:
+        """Validate, stamp and append one or more v2 batches as received from a producer (or, with
+        ``coordinator``, written by the broker's group coordinator: transactional offset commits carry
+        the producer's id and epoch but no sequence, as Kafka's AppendOrigin.COORDINATOR).
 
-        Raises CorruptRecordError, RecordTooLargeError, InvalidRecordError, UnsupportedFeatureError
-        (transactions) and the idempotence errors; nothing is written unless every batch passes.
+        Raises CorruptRecordError, RecordTooLargeError, InvalidRecordError (a client's control batch, a
+        transactional batch without producer id) and the idempotence errors; nothing is written unless
+        every batch passes.
         """
         view = memoryview(records).cast("B") if not isinstance(records, bytes) else memoryview(records)
         end = len(view)
@@ -263,10 +285,14 @@ class Log:
                 raise RecordTooLargeError(
                     f"batch of {header.size} bytes exceeds segment.bytes={config.segment_bytes}"
                 )
-            if header.is_transactional or header.is_control:
-                raise UnsupportedFeatureError(
-                    "transactional and control batches are not supported by ebb-broker"
+            if header.is_control:
+                raise InvalidRecordError(
+                    f"Clients are not allowed to write control records in {self.topic}-{self.partition}"
                 )
+            if header.is_transactional and (
+                header.producer_id < 0 or (header.base_sequence < 0 and not coordinator)
+            ):
+                raise InvalidRecordError("a transactional batch needs a producer id and a sequence")
             if header.count != header.last_offset_delta + 1:
                 raise CorruptRecordError(
                     f"batch count {header.count} does not match lastOffsetDelta {header.last_offset_delta}"
@@ -302,8 +328,11 @@ class Log:
             first = offset
             max_ts = -1
             total = record_count = 0
+            txn_starts: list[tuple[int, int, int]] = []
             for pos, header in headers:
                 base = offset
+                if header.is_transactional:
+                    txn_starts.append((header.producer_id, header.producer_epoch, base))
                 if append_time:
                     head = bytearray(view[pos : pos + HEADER_SIZE])
                     _PREFIX.pack_into(head, 0, base, header.length, LEADER_EPOCH)
@@ -325,6 +354,8 @@ class Log:
             if pending:
                 # producer state was staged from the client's headers; give it the stamped offsets
                 self._restamp_pending(pending, headers, first)
+            for pid, epoch, base in txn_starts:
+                self._producers.begin_txn(pending, pid, epoch, base)
             self._maybe_roll(total, max_ts, offset - 1, now)
             self._local.append(buffers, infos)
             if pending:
@@ -373,6 +404,85 @@ class Log:
         with self._lock:
             self._local.flush()
             self._unflushed_messages = 0
+
+    # -- transactions (KIP-98) ----------------------------------------------------------------------------
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, or the high watermark: read_committed
+        consumers read below it (Kafka's LSO)."""
+        with self._lock:
+            unstable = self._producers.first_unstable_offset()
+            hw = self.high_watermark
+            return hw if unstable is None else min(unstable, hw)
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """producer id -> first offset of its open transaction (DescribeProducers, hanging-txn checks)."""
+        with self._lock:
+            return self._producers.ongoing()
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int | None = None,
+    ) -> CompletedTxn:
+        """Append the transaction coordinator's COMMIT or ABORT marker (a control batch) for a producer,
+        completing its transaction here; an aborted one is recorded in the active segment's .txnindex,
+        which read_committed fetches consult (Kafka's appendAsLeader with origin COORDINATOR)."""
+        with self._lock:
+            self._producers.check_marker(producer_id, producer_epoch)
+            now = now_ms if now_ms is not None else self._local.clock()
+            base = self._local.next_offset
+            marker = _CONTROL_KEY.pack(0, COMMIT if commit else ABORT)
+            value = _CONTROL_VALUE.pack(0, coordinator_epoch)
+            batch = encode_batch(
+                [Record(base, now, marker, value)],
+                base_offset=base,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                partition_leader_epoch=LEADER_EPOCH,
+                is_transactional=True,
+                is_control=True,
+            )
+            self._maybe_roll(len(batch), now, base, now)
+            self._local.append([batch], [BatchInfo(len(batch), base, now)])
+            completed = self._producers.complete_txn(
+                producer_id,
+                producer_epoch,
+                base,
+                commit=commit,
+                coordinator_epoch=coordinator_epoch,
+                timestamp=now,
+            )
+            if completed.aborted:
+                unstable = self._producers.first_unstable_offset()
+                lso = base + 1 if unstable is None else min(unstable, base + 1)
+                self._local.active.txn_index.append(
+                    AbortedTxn(producer_id, completed.first_offset, completed.last_offset, lso)
+                )
+            return completed
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound), for a read_committed fetch:
+        the .txnindex entries of the segment holding ``fetch_offset`` and every later one."""
+        with self._lock:
+            out: list[AbortedTxn] = []
+            for seg in self._local.segments.snapshot():
+                if seg.next_offset <= fetch_offset and seg is not self._local.active:
+                    continue
+                if seg.base_offset >= upper_bound:
+                    break
+                out.extend(seg.txn_index.collect(fetch_offset, upper_bound))
+            return out
+
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """producer.id.expiration.ms: forget producers idle that long with no open transaction."""
+        with self._lock:
+            return self._producers.remove_expired(now_ms, expiration_ms)
 
     # -- reads --------------------------------------------------------------------------------------------
 
