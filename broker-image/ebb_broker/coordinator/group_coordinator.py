@@ -40,7 +40,7 @@ from ebb_broker.coordinator.offsets_records import (
     RecordFormatError,
     decode_key,
 )
-from ebb_broker.coordinator.offsets_store import OffsetsStore
+from ebb_broker.coordinator.offsets_store import COMMIT_MARKER, OffsetsStore
 from ebb_broker.coordinator.timer import CoordinatorTimer
 from ebb_broker.log import CommittedOffsets
 
@@ -97,6 +97,10 @@ class GroupCoordinator:
         self._loop = loop
         self.groups: dict[str, Group] = {}
         self.offsets = OffsetManager()
+        # Transactional offset commits (KIP-98) awaiting their transaction's marker:
+        # producer id -> group -> partition -> offset. They count for nothing (KIP-68 included) until
+        # the COMMIT marker, and are forgotten at the ABORT marker.
+        self.pending_txn: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}
         self.loaded = False
 
     def _future(self) -> asyncio.Future[JoinResult]:
@@ -130,6 +134,8 @@ class GroupCoordinator:
             self.groups[group_id] = _group_from_record(group_id, gv)
         for group_id in self.offsets.by_group:
             self.groups.setdefault(group_id, Group(group_id))
+        for group_id in {g for by_group in self.pending_txn.values() for g in by_group}:
+            self.groups.setdefault(group_id, Group(group_id))
         self.loaded = True
         members = sum(len(g.members) for g in self.groups.values())
         log.info(
@@ -150,13 +156,27 @@ class GroupCoordinator:
         """
         placed: dict[OffsetKey | GroupKey, bytes | None] = {}
         misplaced: dict[OffsetKey | GroupKey, tuple[int, bytes, bytes]] = {}
-        for partition, key_bytes, value in self.store.replay():
+        # producer id -> partition -> offset records of its open transaction (TxnOffsetCommit), in order
+        open_txns: dict[int, dict[int, dict[OffsetKey, bytes | None]]] = {}
+        for rec in self.store.replay():
+            partition, key_bytes, value = rec.partition, rec.key, rec.value
+            if rec.marker is not None:
+                # The transaction coordinator's marker: its offsets become committed now, or never.
+                done = open_txns.get(rec.producer_id, {}).pop(partition, {})
+                if rec.marker == COMMIT_MARKER:
+                    for offset_key, offset_value in done.items():
+                        placed[offset_key] = offset_value
+                continue
             try:
                 key = decode_key(key_bytes)
             except RecordFormatError as exc:
                 log.warning("skipping unreadable %s key in partition %d: %s", OFFSETS_TOPIC, partition, exc)
                 continue
             if key is None:
+                continue
+            if rec.transactional:
+                if isinstance(key, OffsetKey):
+                    open_txns.setdefault(rec.producer_id, {}).setdefault(partition, {})[key] = value
                 continue
             if partition == self.store.partition_for(key.group):
                 placed[key] = value
@@ -175,6 +195,19 @@ class GroupCoordinator:
                 len(misplaced),
                 OFFSETS_TOPIC,
             )
+        for pid, by_partition in open_txns.items():
+            for records in by_partition.values():
+                for key, value in records.items():
+                    if value is None:
+                        continue
+                    try:
+                        v = OffsetValue.decode(value)
+                    except RecordFormatError as exc:
+                        log.warning("skipping unreadable transactional offset %s: %s", key, exc)
+                        continue
+                    committed = CommittedOffset(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp)
+                    group = self.pending_txn.setdefault(pid, {}).setdefault(key.group, {})
+                    group[(key.topic, key.partition)] = committed
         return placed
 
     def start(self) -> None:
@@ -895,6 +928,64 @@ class GroupCoordinator:
     def fetch(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
         return self.offsets.fetch(group_id)
 
+    # ---- transactional offsets (KIP-98, KIP-447) -------------------------------------------
+
+    def validate_txn_commit(
+        self, group_id: str, generation: int, member_id: str, group_instance_id: str | None
+    ) -> int:
+        """Kafka's validateOffsetCommit for TxnOffsetCommit: a member's generation is checked when given
+        (KIP-447); without one (generation -1, older producers) any group accepts it."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation < 0:
+                self.groups[group_id] = Group(group_id, state_timestamp=self.timer.now_ms())
+                return 0
+            return int(E.IllegalGenerationError.errno)
+        if group.is_in(GroupState.DEAD):
+            return int(E.CoordinatorNotAvailableError.errno)
+        if generation < 0 and group.is_in(GroupState.EMPTY):
+            return 0
+        if generation >= 0 or member_id or group_instance_id is not None:
+            error = group.validate_member(member_id, group_instance_id)
+            if error:
+                return error
+            if generation != group.generation:
+                return int(E.IllegalGenerationError.errno)
+        return 0
+
+    def txn_commit(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commits: dict[tuple[str, int], CommittedOffset],
+    ) -> None:
+        """Write the offsets as part of the producer's transaction; they stay pending until its marker."""
+        records = [commit_record(group_id, tp, c) for tp, c in commits.items()]
+        self.store.append_transactional(group_id, producer_id, producer_epoch, records, self.timer.now_ms())
+        self.pending_txn.setdefault(producer_id, {}).setdefault(group_id, {}).update(commits)
+        self.groups.setdefault(group_id, Group(group_id, state_timestamp=self.timer.now_ms()))
+
+    def complete_txn_offsets(self, producer_id: int, partition: int, *, commit: bool) -> None:
+        """The transaction coordinator wrote the producer's marker to `__consumer_offsets` partition
+        ``partition``: the pending offsets of the groups there become committed, or are dropped."""
+        by_group = self.pending_txn.get(producer_id, {})
+        for group_id in [g for g in by_group if self.store.partition_for(g) == partition]:
+            offsets = by_group.pop(group_id)
+            if commit:
+                self.offsets.commit(group_id, offsets)
+                self.groups.setdefault(group_id, Group(group_id, state_timestamp=self.timer.now_ms()))
+        if not by_group:
+            self.pending_txn.pop(producer_id, None)
+
+    def has_pending_txn_offset(self, group_id: str, tp: tuple[str, int] | None = None) -> bool:
+        """Whether an open transaction holds an offset of the group (of ``tp``): OffsetFetch with
+        require_stable answers UNSTABLE_OFFSET_COMMIT then (KIP-447)."""
+        return any(
+            group_id in by_group and (tp is None or tp in by_group[group_id])
+            for by_group in self.pending_txn.values()
+        )
+
     def list_groups(self) -> list[Group]:
         return [g for g in self.groups.values() if not g.is_in(GroupState.DEAD)]
 
@@ -949,9 +1040,15 @@ class GroupCoordinator:
             now = self.timer.now_ms()
             expired_offsets = deleted_groups = 0
             for group in list(self.groups.values()):
-                records, all_expired = self.offsets.expire(group, now, self.config.offsets_retention_ms)
+                # An offset with a transactional commit pending does not expire, nor does its group go.
+                pending = {
+                    tp for by_group in self.pending_txn.values() for tp in by_group.get(group.group_id, {})
+                }
+                records, all_expired = self.offsets.expire(
+                    group, now, self.config.offsets_retention_ms, keep=pending
+                )
                 expired_offsets += len(records)
-                if all_expired and group.is_in(GroupState.EMPTY):
+                if all_expired and not pending and group.is_in(GroupState.EMPTY):
                     self._delete(group, records)
                     deleted_groups += 1
                 elif records:

@@ -103,7 +103,9 @@ class OffsetManager:
     def remove_all(self, group_id: str) -> list[Record]:
         return self.remove(group_id, list(self.by_group.get(group_id, {})))
 
-    def expire(self, group: Group, now_ms: int, retention_ms: int) -> tuple[list[Record], bool]:
+    def expire(
+        self, group: Group, now_ms: int, retention_ms: int, *, keep: set[TopicPartition] | None = None
+    ) -> tuple[list[Record], bool]:
         """Kafka's cleanupExpiredOffsets: tombstones for the expired commits of `group`, and whether
         nothing is left (the group may then be deleted if it is Empty)."""
         committed = self.by_group.get(group.group_id)
@@ -115,7 +117,9 @@ class OffsetManager:
         expired = [
             tp
             for tp, c in committed.items()
-            if not group.is_subscribed_to_topic(tp[0]) and now_ms - base(c) >= retention_ms
+            if not group.is_subscribed_to_topic(tp[0])
+            and now_ms - base(c) >= retention_ms
+            and not (keep and tp in keep)
         ]
         all_expired = len(expired) == len(committed)
         return self.remove(group.group_id, expired), all_expired

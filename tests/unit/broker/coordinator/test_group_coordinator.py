@@ -700,8 +700,8 @@ def test_records_in_the_partition_earlier_versions_used_move_to_kafkas(tmp_path:
         ctx.restart()
         assert ctx.committed(group) == {("t", 0): 5, ("t", 1): 8}
         latest: dict[tuple[int, bytes], bytes | None] = {}
-        for partition, key, value in ctx.store.replay():
-            latest[(partition, key)] = value
+        for rec in ctx.store.replay():
+            latest[(rec.partition, rec.key)] = rec.value
         assert latest[(1, old[0][0])] is None and latest[(1, old[1][0])] is None
         assert latest[(3, old[0][0])] == old[0][1]
         ctx.restart()

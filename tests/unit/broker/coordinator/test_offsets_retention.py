@@ -54,8 +54,8 @@ def _stay_alive(ctx: CoordinatorContext, member_id: str, generation: int, ms: in
 def _tombstones(ctx: CoordinatorContext) -> set[object]:
     """Keys whose latest record in __consumer_offsets is a tombstone."""
     latest: dict[bytes, bytes | None] = {}
-    for _partition, key, value in ctx.store.replay():
-        latest[key] = value
+    for rec in ctx.store.replay():
+        latest[rec.key] = rec.value
     return {decode_key(k) for k, v in latest.items() if v is None}
 
 
