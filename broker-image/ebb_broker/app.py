@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from ebb_broker.coordinator.group_coordinator import GroupCoordinator
 from ebb_broker.coordinator.offsets_store import OffsetsStore
 from ebb_broker.coordinator.producer_ids import ProducerIdManager
 from ebb_broker.coordinator.timer import LoopTimer
+from ebb_broker.coordinator.transaction_coordinator import TransactionCoordinator
 from ebb_broker.dynamic_config import DynamicBrokerConfig
 from ebb_broker.log import LogManager
 from ebb_broker.metrics import BrokerMetrics
@@ -82,16 +84,20 @@ async def run(options: BrokerOptions) -> None:
         loop=loop,
     )
     groups.load()
+    producer_ids = ProducerIdManager(options.data_dir)
+    transactions = TransactionCoordinator(
+        logs, groups, producer_ids, timer, config.transaction_coordinator_config()
+    )
+    transactions.load()
     identity = BrokerIdentity(
         options.broker_id,
         options.advertised_host or options.host,
         options.port,
         _cluster_id(options.data_dir),
     )
-    broker = Broker(
-        identity, config, logs, groups, metrics, ProducerIdManager(options.data_dir), options.data_dir
-    )
+    broker = Broker(identity, config, logs, groups, metrics, producer_ids, options.data_dir)
     broker.dynamic_config = dynamic_config
+    broker.transactions = transactions
     metrics.watch_partitions(
         lambda: (
             (topic, p, logs.get_log(topic, p))
@@ -108,6 +114,7 @@ async def run(options: BrokerOptions) -> None:
     if options.metrics_port is not None:
         metrics.serve(options.host, options.metrics_port)
     groups.start()
+    transactions.start()
 
     async def retention() -> None:
         snapshot = groups.committed_snapshot()  # on the loop, which owns the coordinator's state
@@ -123,11 +130,18 @@ async def run(options: BrokerOptions) -> None:
     async def checkpoint() -> None:
         await asyncio.to_thread(logs.checkpoint)
 
+    async def expire_producers() -> None:
+        now = int(time.time() * 1000)
+        await asyncio.to_thread(logs.remove_expired_producers, now, broker.config.producer_id_expiration_ms)
+
     tasks = [
         asyncio.create_task(_every(config.log_retention_check_interval_ms, "retention", retention)),
         asyncio.create_task(_every(max(config.log_cleaner_backoff_ms, 100), "cleaner", cleaner)),
         asyncio.create_task(
             _every(config.log_flush_offset_checkpoint_interval_ms or 60_000, "checkpoint", checkpoint)
+        ),
+        asyncio.create_task(
+            _every(config.producer_id_expiration_check_interval_ms, "producer-expiration", expire_producers)
         ),
     ]
     stop = asyncio.Event()

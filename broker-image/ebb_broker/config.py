@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from ebb_broker.coordinator.group_coordinator import INT_MAX, GroupCoordinatorConfig
+from ebb_broker.coordinator.transaction_coordinator import TransactionCoordinatorConfig
 from ebb_broker.log.errors import InvalidConfigError
 from ebb_broker.log.log_config import (
     HOUR_MS,
@@ -92,6 +93,22 @@ class BrokerConfig(KafkaStyleConfig):
         600_000, alias="offsets.retention.check.interval.ms", ge=1
     )
     offset_metadata_max_bytes: int = Field(4096, alias="offset.metadata.max.bytes", ge=0)
+    # The transaction coordinator and producer state (Kafka's names and defaults).
+    transaction_state_log_num_partitions: int = Field(50, alias="transaction.state.log.num.partitions", ge=1)
+    transaction_max_timeout_ms: int = Field(900_000, alias="transaction.max.timeout.ms", ge=1)
+    transactional_id_expiration_ms: int = Field(
+        7 * 24 * 3_600_000, alias="transactional.id.expiration.ms", ge=1
+    )
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = Field(
+        10_000, alias="transaction.abort.timed.out.transaction.cleanup.interval.ms", ge=1
+    )
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = Field(
+        3_600_000, alias="transaction.remove.expired.transaction.cleanup.interval.ms", ge=1
+    )
+    producer_id_expiration_ms: int = Field(86_400_000, alias="producer.id.expiration.ms", ge=1)
+    producer_id_expiration_check_interval_ms: int = Field(
+        600_000, alias="producer.id.expiration.check.interval.ms", ge=1
+    )
     # KIP-68, broker side: consumed retention is off unless enabled; the time may be given in ms,
     # minutes or hours (ms wins, then minutes, as for log.retention.*).
     log_retention_commitoffset_enable: bool = Field(False, alias="log.retention.commitoffset.enable")
@@ -112,6 +129,16 @@ class BrokerConfig(KafkaStyleConfig):
                 "group.min.session.timeout.ms must not exceed group.max.session.timeout.ms"
             )
         return self
+
+    def transaction_coordinator_config(self) -> TransactionCoordinatorConfig:
+        """The transaction coordinator's view of these settings."""
+        return TransactionCoordinatorConfig(
+            state_partitions=self.transaction_state_log_num_partitions,
+            max_timeout_ms=self.transaction_max_timeout_ms,
+            id_expiration_ms=self.transactional_id_expiration_ms,
+            abort_check_interval_ms=self.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+            expire_check_interval_ms=self.transaction_remove_expired_transaction_cleanup_interval_ms,
+        )
 
     def group_coordinator_config(self) -> GroupCoordinatorConfig:
         """The group coordinator's view of these settings."""

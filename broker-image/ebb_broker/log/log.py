@@ -416,6 +416,11 @@ class Log:
             hw = self.high_watermark
             return hw if unstable is None else min(unstable, hw)
 
+    def producers(self) -> dict[int, ProducerEntry]:
+        """A copy of every known producer's state (DescribeProducers)."""
+        with self._lock:
+            return self._producers.entries()
+
     def ongoing_transactions(self) -> dict[int, int]:
         """producer id -> first offset of its open transaction (DescribeProducers, hanging-txn checks)."""
         with self._lock:

@@ -326,6 +326,11 @@ class LogManager:
         with self._lock:
             return self.config.topic_config(self._meta(name).overrides)
 
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """producer.id.expiration.ms over every log: forget producers idle that long (none with an open
+        transaction). Returns how many went."""
+        return sum(lg.remove_expired_producers(now_ms, expiration_ms) for lg in self.logs())
+
     def update_defaults(self, config: LogManagerConfig) -> None:
         """New broker-wide defaults (dynamic broker configs): every topic without its own override of a
         key takes the new value at once, as Kafka's DynamicLogConfig reconfigures its logs. The cleaner's

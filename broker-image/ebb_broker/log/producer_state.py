@@ -76,6 +76,9 @@ class ProducerStateManager:
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._producers.get(producer_id)
 
+    def entries(self) -> dict[int, ProducerEntry]:
+        return {pid: e.copy() for pid, e in self._producers.items()}
+
     def check(self, header: BatchHeader, pending: dict[int, ProducerEntry]) -> BatchMetadata | None:
         """Validate one incoming batch; return the cached metadata if it is a duplicate.
 

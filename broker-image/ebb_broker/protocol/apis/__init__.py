@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ebb_broker.protocol.apis import (  # noqa: F401  (imported for their registrations)
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     create_partitions,
@@ -14,6 +16,9 @@ from ebb_broker.protocol.apis import (  # noqa: F401  (imported for their regist
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
+    describe_transactions,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -23,10 +28,12 @@ from ebb_broker.protocol.apis import (  # noqa: F401  (imported for their regist
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
     offset_fetch,
     produce,
     sync_group,
+    txn_offset_commit,
 )

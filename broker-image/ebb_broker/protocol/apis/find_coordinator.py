@@ -1,9 +1,9 @@
 """FindCoordinator: v0-4 (API key 10)
 
 Behaviour:
-- This broker coordinates every group (it is the only node); it answers itself for every key.
-- Transaction coordinators (key type 1) are refused with COORDINATOR_NOT_AVAILABLE: transactions
-  are not implemented, so no client is told they are.
+- This broker coordinates every group and every transactional id (it is the only node); it
+  answers itself for both key types. The first transaction coordinator lookup creates
+  `__transaction_state`, as Kafka does.
 
 Version notes:
 - v1: key type, throttle time and error message.
@@ -15,20 +15,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import CoordinatorNotAvailableError
+from kafka.errors import InvalidRequestError
 
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
+from ebb_broker.protocol.transactions import transaction_coordinator
 
 API_KEY = 10
-_GROUP = 0
+_GROUP, _TRANSACTION = 0, 1
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     me = ctx.broker.identity
-    supported = request.key_type == _GROUP
-    error = 0 if supported else CoordinatorNotAvailableError.errno
-    message = None if supported else "transactions are not supported by ebb-broker"
+    supported = request.key_type in (_GROUP, _TRANSACTION)
+    if request.key_type == _TRANSACTION:
+        transaction_coordinator(ctx).ensure_topic()
+    error = 0 if supported else InvalidRequestError.errno
+    message = None if supported else f"unknown coordinator key type {request.key_type}"
     node = (me.node_id, me.host, me.port) if supported else (-1, "", -1)
     if ctx.api_version >= 4:
         cls = ctx.response_class

@@ -8,7 +8,10 @@ Behaviour:
 - acks=0 gets no response. acks=1 and acks=-1 are the same on one node (the append is done
   before the response; durability follows log.flush.interval.messages like Kafka).
 - Unknown topics answer UNKNOWN_TOPIC_OR_PARTITION (clients create them through Metadata).
-- Transactional produce is refused with INVALID_REQUEST: transactions are not implemented.
+- Transactional produce (KIP-98): each partition must be in the producer's ongoing transaction
+  (AddPartitionsToTxn) with its current epoch, as Kafka's transaction verification checks (KIP-890):
+  INVALID_TXN_STATE, PRODUCER_FENCED or INVALID_PRODUCER_ID_MAPPING per partition otherwise. The
+  batches then open (or continue) the producer's transaction in the log.
 
 Version notes:
 - v2: log append time. v3: transactional id, v2 batches only. v5: log start offset.
@@ -20,13 +23,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError, UnsupportedVersionError
+from kafka.errors import UnknownTopicOrPartitionError, UnsupportedVersionError
 
 from ebb_broker.log.errors import LogError
+from ebb_broker.log.records import HEADER_SIZE, read_header
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import has_partition
+from ebb_broker.protocol.transactions import fenced_as, transaction_coordinator
 
 API_KEY = 0
 FIRST_SERVED_VERSION = 3
@@ -40,8 +45,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     refuse: tuple[int, str] | None = None
     if ctx.api_version < FIRST_SERVED_VERSION:
         refuse = (UnsupportedVersionError.errno, "Produce v0-2 (message format v0/v1) is not supported")
-    elif request.transactional_id is not None:
-        refuse = (InvalidRequestError.errno, "transactions are not supported by ebb-broker")
     topics = broker.logs.topics()
     responses = []
     appended = False
@@ -53,6 +56,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 err, msg = refuse
             elif not has_partition(topics, t.name, p.index):
                 err = UnknownTopicOrPartitionError.errno
+            elif request.transactional_id is not None and (
+                txn_error := _verify_transactional(ctx, request.transactional_id, t.name, p.index, p.records)
+            ):
+                # the produce path reports a stale epoch as INVALID_PRODUCER_EPOCH, as Kafka's does
+                err = fenced_as(txn_error, 0, 1)
+                msg = "the partition is not part of the producer's ongoing transaction"
             else:
                 try:
                     info = broker.logs.get_log(t.name, p.index).append(p.records or b"")
@@ -77,6 +86,19 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if request.acks == 0:
         return None
     return ctx.response(responses=responses, throttle_time_ms=0)
+
+
+def _verify_transactional(
+    ctx: RequestContext, transactional_id: str, topic: str, partition: int, records: Any
+) -> int:
+    """Kafka's transaction verification of a transactional produce (0: the write may go ahead)."""
+    data = bytes(records or b"")
+    if len(data) < HEADER_SIZE:
+        return 0  # the engine refuses what is not a batch
+    header = read_header(data)
+    return transaction_coordinator(ctx).verify(
+        transactional_id, header.producer_id, header.producer_epoch, (topic, partition)
+    )
 
 
 register(API_KEY, 0, 12, handle, rejected_below=FIRST_SERVED_VERSION)
