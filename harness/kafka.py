@@ -65,6 +65,7 @@ TOOLS: Mapping[str, str] = {
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
     "kafka-storage": "kafka.tools.StorageTool",
 }
 
