@@ -1,4 +1,6 @@
-"""ebb-broker against Apache Kafka (single-node KRaft): produce/fetch throughput, produce latency.
+"""ebb-broker against Apache Kafka (single-node KRaft): produce/fetch throughput, produce latency,
+transactional produce throughput (KIP-98: EBB_BENCH_TXN_RECORDS records, default 20000, in transactions of
+100 records, each committed before the next begins).
 
 Both brokers run on this machine with their default segment settings and are driven by the same
 client (librdkafka through confluent-kafka) with the same settings; the ratio columns say how
@@ -27,6 +29,8 @@ from harness.ebb_broker import EbbBroker
 RECORDS = int(os.environ.get("EBB_BENCH_RECORDS", "200000"))
 RECORD_BYTES = int(os.environ.get("EBB_BENCH_RECORD_BYTES", "100"))
 LATENCY_SAMPLES = 2000
+TXN_RECORDS = int(os.environ.get("EBB_BENCH_TXN_RECORDS", "20000"))
+TXN_SIZE = 100
 PRODUCER = {"acks": "all", "linger.ms": 5, "batch.size": 1_000_000, "compression.type": "none"}
 
 
@@ -71,6 +75,21 @@ def _produce_throughput(bootstrap: str, topic: str, count: int = RECORDS) -> tup
     assert p.flush(120) == 0, "records still in flight after 120 s"
     seconds = time.perf_counter() - started
     return count / seconds, count * RECORD_BYTES / seconds / 1e6
+
+
+def _txn_produce_throughput(bootstrap: str, topic: str, count: int = TXN_RECORDS) -> float:
+    """Records/s of a transactional producer (acks=all, idempotent) committing every TXN_SIZE records."""
+    p = Producer({"bootstrap.servers": bootstrap, **PRODUCER, "transactional.id": f"bench-{topic}"})
+    p.init_transactions(60)
+    payload = b"t" * RECORD_BYTES
+    started = time.perf_counter()
+    for _ in range(count // TXN_SIZE):
+        p.begin_transaction()
+        for _ in range(TXN_SIZE):
+            p.produce(topic, payload, partition=0)
+        p.commit_transaction(60)
+    seconds = time.perf_counter() - started
+    return (count // TXN_SIZE) * TXN_SIZE / seconds
 
 
 def _produce_latency(bootstrap: str, topic: str) -> tuple[float, float]:
@@ -129,6 +148,10 @@ def _measure(name: str, bootstrap: str) -> dict[str, Any]:
     f_rate, f_mb = _fetch_throughput(bootstrap, "bench")
     print(f"  {name}: {LATENCY_SAMPLES} single-record produce round trips", flush=True)
     p50, p99 = _produce_latency(bootstrap, "bench-lat")
+    print(f"  {name}: {TXN_RECORDS} records in transactions of {TXN_SIZE}", flush=True)
+    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic("bench-txn", 1, 1)])
+    time.sleep(0.5)
+    txn_rate = _txn_produce_throughput(bootstrap, "bench-txn")
     return {
         "broker": name,
         "produce_rec_s": p_rate,
@@ -137,6 +160,7 @@ def _measure(name: str, bootstrap: str) -> dict[str, Any]:
         "fetch_MB_s": f_mb,
         "produce_p50_ms": p50,
         "produce_p99_ms": p99,
+        "txn_produce_rec_s": txn_rate,
     }
 
 
@@ -160,6 +184,7 @@ def main() -> None:
                 "fetch_rec_s": ebb["fetch_rec_s"] / kafka["fetch_rec_s"],
                 "produce_p50_ms": ebb["produce_p50_ms"] / kafka["produce_p50_ms"],
                 "produce_p99_ms": ebb["produce_p99_ms"] / kafka["produce_p99_ms"],
+                "txn_produce_rec_s": ebb["txn_produce_rec_s"] / kafka["txn_produce_rec_s"],
             }
         )
     else:

@@ -141,6 +141,16 @@ def test_an_open_transaction_holds_read_committed_consumers_at_the_last_stable_o
         header, row = (line.split() for line in described.strip().splitlines()[:2])
         fields = dict(zip(header, row, strict=False))
         assert (fields["TransactionState"], fields["TopicPartitions"]) == ("Ongoing", f"{topic}-0")
+        producers = kafka_tool(
+            "kafka-transactions", "--bootstrap-server", target.bootstrap,
+            "describe-producers", "--topic", topic, "--partition", "0",
+        ).stdout  # fmt: skip
+        rows = [line.split() for line in producers.strip().splitlines()]
+        by_column = [dict(zip(rows[0], row, strict=False)) for row in rows[1:]]
+        # the transactional producer's open transaction starts at offset 1 (what find-hanging reads)
+        assert [
+            r["CurrentTransactionStartOffset"] for r in by_column if r["ProducerId"] == fields["ProducerId"]
+        ] == ["1"]
         p.commit_transaction(30)
         assert _read(target, topic, "read_committed") == [b"before", b"in-txn", b"after"]
         assert _high_watermark(target, topic, "read_committed") == 4
