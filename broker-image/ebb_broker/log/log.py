@@ -414,7 +414,9 @@ class Log:
         with self._lock:
             unstable = self._producers.first_unstable_offset()
             hw = self.high_watermark
-            return hw if unstable is None else min(unstable, hw)
+            # DeleteRecords or retention may have removed an open transaction's first records: the LSO
+            # never falls below the log start offset (Kafka bounds the first unstable offset likewise).
+            return hw if unstable is None else max(min(unstable, hw), self._log_start_offset)
 
     def producers(self) -> dict[int, ProducerEntry]:
         """A copy of every known producer's state (DescribeProducers)."""

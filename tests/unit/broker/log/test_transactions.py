@@ -152,3 +152,15 @@ def test_txn_index_file_is_kafkas_format(tmp_path: Path) -> None:
     raw = idx.path.read_bytes()
     assert raw == (0).to_bytes(2, "big") + b"".join(v.to_bytes(8, "big") for v in (7, 10, 20, 21))
     assert TransactionIndex(idx.path).entries == [AbortedTxn(7, 10, 20, 21)]
+
+
+def test_the_last_stable_offset_never_falls_below_the_log_start_offset(make_log) -> None:  # type: ignore[no-untyped-def]
+    """DeleteRecords past an open transaction's first records: read_committed starts at the new log
+    start, not at offsets that no longer exist."""
+    lg = make_log()
+    lg.append(batch(b"a"))  # 0
+    lg.append(txn_batch(1, 0, b"t1", b"t2"))  # 1-2, open
+    lg.append(batch(b"b"))  # 3
+    assert lg.last_stable_offset == 1
+    lg.delete_records(2)
+    assert lg.last_stable_offset == 2
