@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -43,6 +44,7 @@ class EbbBroker:
         metrics_port: int | None = None,
         log_dir: Path | None = None,
         start_timeout: float = 30.0,
+        nofile: int | None = None,
     ):
         self.data_dir = Path(data_dir)
         self.configs = dict(configs or {})
@@ -51,6 +53,8 @@ class EbbBroker:
         self.metrics_port = metrics_port
         self.log_dir = Path(log_dir) if log_dir else self.data_dir.parent
         self.start_timeout = start_timeout
+        # The process's descriptor limit (soft and hard), to test what the broker does under a low ulimit -n.
+        self.nofile = nofile
         self.proc: subprocess.Popen[str] | None = None
         self._log_file: object = None
 
@@ -89,7 +93,7 @@ class EbbBroker:
             stderr=log_file,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            preexec_fn=die_with_parent,  # a killed test run leaves no broker behind
+            preexec_fn=self._preexec,
         )
         line = self._read_listening_line()
         m = _LISTENING.search(line or "")
@@ -103,6 +107,12 @@ class EbbBroker:
         # Keep draining stdout so the broker never blocks on a full pipe.
         threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
         return self
+
+    def _preexec(self) -> None:
+        if die_with_parent is not None:
+            die_with_parent()  # a killed test run leaves no broker behind
+        if self.nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
     def _read_listening_line(self) -> str | None:
         assert self.proc is not None and self.proc.stdout is not None

@@ -23,10 +23,11 @@ from ebb_broker.coordinator.group_coordinator import GroupCoordinator
 from ebb_broker.coordinator.offsets_store import OffsetsStore
 from ebb_broker.coordinator.producer_ids import ProducerIdManager
 from ebb_broker.log import LogManager
+from ebb_broker.log.file_handles import default_handles, raise_descriptor_limit, segment_file_budget
 from ebb_broker.metrics import BrokerMetrics
 from ebb_broker.protocol import apis  # noqa: F401  (registers every API)
 from ebb_broker.protocol.context import Broker, BrokerIdentity
-from ebb_broker.protocol.server import KafkaServer
+from ebb_broker.protocol.server import KafkaServer, Listener, ServerLimits
 
 log = logging.getLogger("ebb_broker")
 
@@ -66,9 +67,25 @@ async def _every(interval_ms: int, name: str, work: Callable[[], Awaitable[None]
             log.exception("%s failed", name)
 
 
+def server_limits(config: BrokerConfig) -> ServerLimits:
+    return ServerLimits(
+        max_request_bytes=config.socket_request_max_bytes,
+        max_unauthenticated_bytes=config.sasl_server_max_receive_size,
+        queued_max_request_bytes=config.queued_max_request_bytes,
+        idle_ms=config.connections_max_idle_ms,
+        max_connections=config.max_connections,
+        max_connections_per_ip=config.max_connections_per_ip,
+        per_ip_overrides=config.connections_per_ip_overrides,
+    )
+
+
 async def run(options: BrokerOptions) -> None:
     options.data_dir.mkdir(parents=True, exist_ok=True)
     config = BrokerConfig.parse(options.configs or {})
+    # As the JVM does for Kafka: the soft descriptor limit goes up to the hard one, and segment files are
+    # kept open within a budget of it (ebb_broker.log.file_handles).
+    limit = raise_descriptor_limit()
+    default_handles().resize(segment_file_budget(limit))
     metrics = BrokerMetrics()
     logs = LogManager.open(options.data_dir, config.log_manager_config())
     groups = GroupCoordinator(OffsetsStore(logs, config.offsets_topic_num_partitions))
@@ -90,7 +107,9 @@ async def run(options: BrokerOptions) -> None:
         )
     )
 
-    server = KafkaServer(broker, options.host, options.port)
+    server = KafkaServer(
+        broker, [Listener("PLAINTEXT", "PLAINTEXT", options.host, options.port)], server_limits(config)
+    )
     await server.start()
     if options.port == 0:
         # Port 0 picks a free port; advertise the one actually bound.

@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from ebb_broker.log.errors import InvalidConfigError
 from ebb_broker.log.log_config import (
     HOUR_MS,
     LONG_MAX,
     MINUTE_MS,
+    KafkaInt,
+    KafkaLong,
     KafkaStyleConfig,
     LogConfig,
     LogManagerConfig,
@@ -43,55 +45,95 @@ _TOPIC_SYNONYMS = {
 }
 
 
+def parse_ip_overrides(text: str) -> dict[str, int]:
+    """Kafka's max.connections.per.ip.overrides: ``host-or-ip:count,...`` (hosts are matched as given)."""
+    out: dict[str, int] = {}
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        if not sep or not host or not count.strip().isdigit():
+            raise ValueError(f"expected host:count, got {item!r}")
+        out[host.strip()] = int(count)
+    return out
+
+
 class BrokerConfig(KafkaStyleConfig):
     """Broker-wide settings (Kafka's names and defaults); also the defaults of every topic config."""
 
-    log_retention_hours: int = Field(168, alias="log.retention.hours", ge=-1)
-    log_retention_minutes: int | None = Field(None, alias="log.retention.minutes", ge=-1)
-    log_retention_ms: int | None = Field(None, alias="log.retention.ms", ge=-1)
-    log_retention_bytes: int = Field(-1, alias="log.retention.bytes", ge=-1)
-    log_segment_bytes: int = Field(1024**3, alias="log.segment.bytes", ge=14)
-    log_roll_hours: int = Field(168, alias="log.roll.hours", ge=1)
-    log_roll_ms: int | None = Field(None, alias="log.roll.ms", ge=1)
-    log_index_size_max_bytes: int = Field(10 * 1024 * 1024, alias="log.index.size.max.bytes", ge=12)
-    log_index_interval_bytes: int = Field(4096, alias="log.index.interval.bytes", ge=0)
+    log_retention_hours: KafkaInt = Field(168, alias="log.retention.hours", ge=-1)
+    log_retention_minutes: KafkaInt | None = Field(None, alias="log.retention.minutes", ge=-1)
+    log_retention_ms: KafkaLong | None = Field(None, alias="log.retention.ms", ge=-1)
+    log_retention_bytes: KafkaLong = Field(-1, alias="log.retention.bytes", ge=-1)
+    log_segment_bytes: KafkaInt = Field(1024**3, alias="log.segment.bytes", ge=14)
+    log_roll_hours: KafkaInt = Field(168, alias="log.roll.hours", ge=1)
+    log_roll_ms: KafkaLong | None = Field(None, alias="log.roll.ms", ge=1)
+    log_index_size_max_bytes: KafkaInt = Field(10 * 1024 * 1024, alias="log.index.size.max.bytes", ge=12)
+    log_index_interval_bytes: KafkaInt = Field(4096, alias="log.index.interval.bytes", ge=0)
     log_cleanup_policy: str = Field("delete", alias="log.cleanup.policy")
-    log_retention_check_interval_ms: int = Field(300_000, alias="log.retention.check.interval.ms", ge=1)
+    log_retention_check_interval_ms: KafkaLong = Field(300_000, alias="log.retention.check.interval.ms", ge=1)
     log_cleaner_enable: bool = Field(True, alias="log.cleaner.enable")
-    log_cleaner_backoff_ms: int = Field(15_000, alias="log.cleaner.backoff.ms", ge=0)
-    log_cleaner_dedupe_buffer_size: int = Field(
+    log_cleaner_backoff_ms: KafkaLong = Field(15_000, alias="log.cleaner.backoff.ms", ge=0)
+    log_cleaner_dedupe_buffer_size: KafkaLong = Field(
         128 * 1024 * 1024, alias="log.cleaner.dedupe.buffer.size", ge=24
     )
-    log_cleaner_min_compaction_lag_ms: int = Field(0, alias="log.cleaner.min.compaction.lag.ms", ge=0)
-    log_cleaner_max_compaction_lag_ms: int = Field(LONG_MAX, alias="log.cleaner.max.compaction.lag.ms", ge=1)
-    log_cleaner_delete_retention_ms: int = Field(24 * HOUR_MS, alias="log.cleaner.delete.retention.ms", ge=0)
+    log_cleaner_min_compaction_lag_ms: KafkaLong = Field(0, alias="log.cleaner.min.compaction.lag.ms", ge=0)
+    log_cleaner_max_compaction_lag_ms: KafkaLong = Field(
+        LONG_MAX, alias="log.cleaner.max.compaction.lag.ms", ge=1
+    )
+    log_cleaner_delete_retention_ms: KafkaLong = Field(
+        24 * HOUR_MS, alias="log.cleaner.delete.retention.ms", ge=0
+    )
     log_cleaner_min_cleanable_ratio: float = Field(0.5, alias="log.cleaner.min.cleanable.ratio", ge=0, le=1)
-    log_segment_delete_delay_ms: int = Field(60_000, alias="log.segment.delete.delay.ms", ge=0)
-    log_flush_interval_messages: int = Field(LONG_MAX, alias="log.flush.interval.messages", ge=1)
-    log_flush_offset_checkpoint_interval_ms: int = Field(
+    log_segment_delete_delay_ms: KafkaLong = Field(60_000, alias="log.segment.delete.delay.ms", ge=0)
+    log_flush_interval_messages: KafkaLong = Field(LONG_MAX, alias="log.flush.interval.messages", ge=1)
+    log_flush_offset_checkpoint_interval_ms: KafkaInt = Field(
         60_000, alias="log.flush.offset.checkpoint.interval.ms", ge=0
     )
-    log_flush_start_offset_checkpoint_interval_ms: int = Field(
+    log_flush_start_offset_checkpoint_interval_ms: KafkaInt = Field(
         60_000, alias="log.flush.start.offset.checkpoint.interval.ms", ge=0
     )
     log_message_timestamp_type: Literal["CreateTime", "LogAppendTime"] = Field(
         "CreateTime", alias="log.message.timestamp.type"
     )
-    message_max_bytes: int = Field(1_048_588, alias="message.max.bytes", ge=0)
-    num_partitions: int = Field(1, alias="num.partitions", ge=1)
+    message_max_bytes: KafkaInt = Field(1_048_588, alias="message.max.bytes", ge=0)
+    num_partitions: KafkaInt = Field(1, alias="num.partitions", ge=1)
     auto_create_topics_enable: bool = Field(True, alias="auto.create.topics.enable")
-    offsets_topic_num_partitions: int = Field(50, alias="offsets.topic.num.partitions", ge=1)
+    offsets_topic_num_partitions: KafkaInt = Field(50, alias="offsets.topic.num.partitions", ge=1)
     # KIP-68, broker side: consumed retention is off unless enabled; the time may be given in ms,
     # minutes or hours (ms wins, then minutes, as for log.retention.*).
     log_retention_commitoffset_enable: bool = Field(False, alias="log.retention.commitoffset.enable")
-    log_retention_commitoffset_hours: int | None = Field(
+    log_retention_commitoffset_hours: KafkaInt | None = Field(
         None, alias="log.retention.commitoffset.hours", ge=-1
     )
-    log_retention_commitoffset_minutes: int | None = Field(
+    log_retention_commitoffset_minutes: KafkaInt | None = Field(
         None, alias="log.retention.commitoffset.minutes", ge=-1
     )
-    log_retention_commitoffset_ms: int | None = Field(None, alias="log.retention.commitoffset.ms", ge=-1)
+    log_retention_commitoffset_ms: KafkaLong | None = Field(
+        None, alias="log.retention.commitoffset.ms", ge=-1
+    )
     tombstone_null_value_enable: bool = Field(True, alias="tombstone.null.value.enable")
+    # Limits no single client can break (Kafka's SocketServer names and defaults; docs/broker.md).
+    socket_request_max_bytes: KafkaInt = Field(104_857_600, alias="socket.request.max.bytes", ge=1)
+    sasl_server_max_receive_size: KafkaInt = Field(524_288, alias="sasl.server.max.receive.size", ge=1)
+    queued_max_request_bytes: KafkaLong = Field(-1, alias="queued.max.request.bytes", ge=-1)
+    connections_max_idle_ms: KafkaLong = Field(600_000, alias="connections.max.idle.ms", ge=-1)
+    max_connections: KafkaInt = Field(2**31 - 1, alias="max.connections", ge=0)
+    max_connections_per_ip: KafkaInt = Field(2**31 - 1, alias="max.connections.per.ip", ge=0)
+    max_connections_per_ip_overrides: str = Field("", alias="max.connections.per.ip.overrides")
+    # Ebb: the most partitions this broker holds (every topic, __consumer_offsets included); creation past
+    # it, or past what the descriptor limit allows, is refused before anything is written.
+    max_partitions: KafkaInt = Field(10_000, alias="max.partitions", ge=1)
+
+    @field_validator("max_connections_per_ip_overrides")
+    @classmethod
+    def _overrides(cls, value: str) -> str:
+        parse_ip_overrides(value)
+        return value
+
+    @property
+    def connections_per_ip_overrides(self) -> dict[str, int]:
+        return parse_ip_overrides(self.max_connections_per_ip_overrides)
 
     @model_validator(mode="after")
     def _check(self) -> BrokerConfig:
@@ -141,7 +183,9 @@ class BrokerConfig(KafkaStyleConfig):
 
     def log_manager_config(self) -> LogManagerConfig:
         """The engine's view of these settings (the log engine imports nothing of the broker)."""
-        return LogManagerConfig(self.topic_defaults(), self.log_cleaner_dedupe_buffer_size)
+        return LogManagerConfig(
+            self.topic_defaults(), self.log_cleaner_dedupe_buffer_size, max_partitions=self.max_partitions
+        )
 
     @classmethod
     def parse(cls, props: Mapping[str, Any]) -> BrokerConfig:

@@ -64,9 +64,28 @@ class Broker:
     appended: AppendSignal = field(default_factory=AppendSignal)
 
 
+ANONYMOUS = "User:ANONYMOUS"
+
+
+@dataclass
+class Session:
+    """Who is on the other end of one connection (Kafka's RequestContext principal and listener).
+
+    ``principal`` is Kafka's ``Type:name`` string: ``User:ANONYMOUS`` on PLAINTEXT (and on SSL without a
+    client certificate), the certificate's DN on mTLS, the SASL user once SASL succeeded.
+    ``authenticated`` is False on SASL listeners until the handshake completed.
+    """
+
+    listener: str
+    security_protocol: str
+    client_host: str
+    principal: str = ANONYMOUS
+    authenticated: bool = True
+
+
 @dataclass
 class RequestContext:
-    """One decoded request: the broker, the API spec that serves it, and the header fields."""
+    """One decoded request: the broker, the API spec that serves it, the header fields, the session."""
 
     broker: Broker
     spec: ApiSpec
@@ -74,6 +93,7 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     client_host: str
+    session: Session = field(default_factory=lambda: Session("PLAINTEXT", "PLAINTEXT", "?"))
 
     def response(self, **fields: Any) -> Any:
         """A response body of this request's API at this request's version."""

@@ -3,7 +3,8 @@
 Behaviour:
 - Grows a topic to `count` partitions; a count not above the current one gets INVALID_PARTITIONS,
   an unknown topic UNKNOWN_TOPIC_OR_PARTITION, assignments naming another broker
-  INVALID_REPLICA_ASSIGNMENT. validate_only checks without creating.
+  INVALID_REPLICA_ASSIGNMENT. Partitions past max.partitions or the descriptor limit get
+  POLICY_VIOLATION before anything is written. validate_only checks without creating.
 
 Version notes:
 - v1: no change. v2: flexible. v3: no change.
@@ -40,10 +41,11 @@ def _grow(broker: Broker, t: Any, validate_only: bool) -> tuple[int, str | None]
     me = broker.identity.node_id
     if t.assignments and any(list(a.broker_ids) != [me] for a in t.assignments):
         return InvalidReplicationAssignmentError.errno, f"replicas must be exactly [{me}]"
-    if validate_only:
-        return 0, None
     try:
-        broker.logs.create_partitions(t.name, t.count)
+        if validate_only:
+            broker.logs.check_new_partitions(t.count - current)
+        else:
+            broker.logs.create_partitions(t.name, t.count)
     except LogError as exc:
         return error_code(exc), str(exc)
     return 0, None

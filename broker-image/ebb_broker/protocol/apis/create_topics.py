@@ -5,7 +5,9 @@ Behaviour:
   gets INVALID_REPLICATION_FACTOR; manual assignments must name this broker only; more than
   10 000 partitions gets INVALID_PARTITIONS.
 - Configs are validated by the engine; a bad one gets INVALID_CONFIG naming it and the topic is
-  not created. Illegal names get INVALID_TOPIC_EXCEPTION, existing ones TOPIC_ALREADY_EXISTS.
+  not created. Partitions past max.partitions or the descriptor limit get POLICY_VIOLATION
+  before anything is written (as KRaft refuses oversized operations). Illegal names get
+  INVALID_TOPIC_EXCEPTION, existing ones TOPIC_ALREADY_EXISTS.
 - validate_only checks everything without creating. Each topic has its own result.
 
 Version notes:
@@ -57,7 +59,9 @@ def _create(broker: Broker, t: Any, validate_only: bool) -> tuple[int, str | Non
     overrides = {c.name: c.value for c in t.configs}
     try:
         broker.config.topic_config(overrides)
-        if not validate_only:
+        if validate_only:
+            broker.logs.check_new_partitions(partitions)
+        else:
             broker.logs.create_topic(t.name, partitions, overrides)
     except LogError as exc:
         return error_code(exc), str(exc), -1
