@@ -25,6 +25,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from harness.child_process import die_with_parent
 
 _LISTENING = re.compile(r"ebb-broker listening on (?P<host>[^\s:]+):(?P<port>\d+)")
+# Every listener of the line: "HOST:PORT (NAME)" (the first one is also what _LISTENING reads).
+_LISTENER = re.compile(r"(?P<host>[^\s:]+):(?P<port>\d+) \((?P<name>[A-Za-z0-9_]+)\)")
 
 
 class BrokerStartError(RuntimeError):
@@ -55,12 +57,30 @@ class EbbBroker:
         self.start_timeout = start_timeout
         # The process's descriptor limit (soft and hard), to test what the broker does under a low ulimit -n.
         self.nofile = nofile
+        # With a `listeners` config: the port each listener bound, by name (kept across restarts).
+        self.listener_ports: dict[str, int] = {}
         self.proc: subprocess.Popen[str] | None = None
         self._log_file: object = None
 
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def bootstrap_of(self, listener: str, host: str | None = None) -> str:
+        """host:port of one listener (by name) of a broker started with a `listeners` config."""
+        return f"{host or self.host}:{self.listener_ports[listener.upper()]}"
+
+    def _configs(self) -> dict[str, str]:
+        """The configs, with listeners given port 0 pinned to the port they bound first (so a restart keeps
+        every client's bootstrap address)."""
+        configs = dict(self.configs)
+        if "listeners" in configs and self.listener_ports:
+            configs["listeners"] = re.sub(
+                r"([A-Za-z0-9_]+)://([^,]*):0\b",
+                lambda m: f"{m[1]}://{m[2]}:{self.listener_ports.get(m[1].upper(), 0)}",
+                configs["listeners"],
+            )
+        return configs
 
     def command(self) -> list[str]:
         cmd = [
@@ -76,7 +96,7 @@ class EbbBroker:
         ]
         if self.metrics_port is not None:
             cmd += ["--metrics-port", str(self.metrics_port)]
-        for key, value in self.configs.items():
+        for key, value in self._configs().items():
             cmd += ["--config", f"{key}={value}"]
         return cmd
 
@@ -104,6 +124,8 @@ class EbbBroker:
                 + log_path.read_text()[-3000:]
             )
         self.port = int(m.group("port"))
+        for lm in _LISTENER.finditer(line or ""):
+            self.listener_ports[lm["name"]] = int(lm["port"])
         # Keep draining stdout so the broker never blocks on a full pipe.
         threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
         return self
@@ -169,6 +191,7 @@ class EbbBroker:
                 if time.monotonic() > deadline:
                     raise
                 self.port = 0
+                self.listener_ports = {}
 
     def metric(self, name: str, **labels: str) -> float:
         """One sample of the broker's Prometheus metrics (0.0 when the series does not exist yet).

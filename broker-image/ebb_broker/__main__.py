@@ -23,9 +23,11 @@ def parser() -> argparse.ArgumentParser:
         prog="ebb-broker", description="A Kafka-protocol broker with Ebb's log engine."
     )
     p.add_argument("--data-dir", required=True, type=Path, help="log directory (Kafka's log.dirs)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    p.add_argument("--port", type=int, default=9092, help="port to listen on (0 = any free port)")
-    p.add_argument("--advertised-host", default=None, help="host name given to clients (default: --host)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address of the PLAINTEXT listener (unless `listeners` is set)"
+    )
+    p.add_argument("--port", type=int, default=9092, help="its port (0 = any free port)")
+    p.add_argument("--advertised-host", default=None, help="its host name given to clients (default: --host)")
     p.add_argument("--broker-id", type=int, default=0, help="node id (Kafka's node.id)")
     p.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
     p.add_argument(

@@ -23,11 +23,13 @@ from ebb_broker.coordinator.group_coordinator import GroupCoordinator
 from ebb_broker.coordinator.offsets_store import OffsetsStore
 from ebb_broker.coordinator.producer_ids import ProducerIdManager
 from ebb_broker.log import LogManager
+from ebb_broker.log.errors import InvalidConfigError
 from ebb_broker.log.file_handles import default_handles, raise_descriptor_limit, segment_file_budget
 from ebb_broker.metrics import BrokerMetrics
 from ebb_broker.protocol import apis  # noqa: F401  (registers every API)
 from ebb_broker.protocol.context import Broker, BrokerIdentity
 from ebb_broker.protocol.server import KafkaServer, Listener, ServerLimits
+from ebb_broker.security.tls import PrincipalMapper, TlsConfigError, server_context
 
 log = logging.getLogger("ebb_broker")
 
@@ -79,9 +81,24 @@ def server_limits(config: BrokerConfig) -> ServerLimits:
     )
 
 
+def listeners(config: BrokerConfig, host: str, port: int) -> list[Listener]:
+    """The listeners to serve, each with its TLS context and principal mapping (raises InvalidConfigError)."""
+    out = []
+    for e in config.endpoints(host, port):
+        settings = config.listener_settings(e.name, e.security_protocol)
+        try:
+            context = server_context(settings, e.name) if e.tls else None
+            mapper = PrincipalMapper(settings.get("ssl.principal.mapping.rules") or "DEFAULT")
+        except TlsConfigError as exc:
+            raise InvalidConfigError(str(exc)) from None
+        out.append(Listener(e.name, e.security_protocol, e.host, e.port, context, mapper))
+    return out
+
+
 async def run(options: BrokerOptions) -> None:
     options.data_dir.mkdir(parents=True, exist_ok=True)
     config = BrokerConfig.parse(options.configs or {})
+    serving = listeners(config, options.host, options.port)
     # As the JVM does for Kafka: the soft descriptor limit goes up to the hard one, and segment files are
     # kept open within a budget of it (ebb_broker.log.file_handles).
     limit = raise_descriptor_limit()
@@ -90,12 +107,7 @@ async def run(options: BrokerOptions) -> None:
     logs = LogManager.open(options.data_dir, config.log_manager_config())
     groups = GroupCoordinator(OffsetsStore(logs, config.offsets_topic_num_partitions))
     groups.load()
-    identity = BrokerIdentity(
-        options.broker_id,
-        options.advertised_host or options.host,
-        options.port,
-        _cluster_id(options.data_dir),
-    )
+    identity = BrokerIdentity(options.broker_id, options.host, options.port, _cluster_id(options.data_dir))
     broker = Broker(
         identity, config, logs, groups, metrics, ProducerIdManager(options.data_dir), options.data_dir
     )
@@ -107,13 +119,18 @@ async def run(options: BrokerOptions) -> None:
         )
     )
 
-    server = KafkaServer(
-        broker, [Listener("PLAINTEXT", "PLAINTEXT", options.host, options.port)], server_limits(config)
-    )
+    server = KafkaServer(broker, serving, server_limits(config))
     await server.start()
-    if options.port == 0:
-        # Port 0 picks a free port; advertise the one actually bound.
-        broker.identity = BrokerIdentity(identity.node_id, identity.host, server.port, identity.cluster_id)
+    # Port 0 picks a free port; an advertised port 0 is the one actually bound.
+    bound = {lst.name: lst.port for lst in serving}
+    endpoints = {
+        name: (host, port or bound[name])
+        for name, (host, port) in config.advertised_endpoints(
+            config.endpoints(options.host, options.port), options.advertised_host
+        ).items()
+    }
+    first = endpoints[serving[0].name]
+    broker.identity = BrokerIdentity(identity.node_id, first[0], first[1], identity.cluster_id, endpoints)
     if options.metrics_port is not None:
         metrics.serve(options.host, options.metrics_port)
     groups.start()
@@ -143,7 +160,12 @@ async def run(options: BrokerOptions) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    print(f"ebb-broker listening on {options.host}:{server.port}", flush=True)
+    # One line, first listener first (launchers read the first host:port); then every other listener.
+    print(
+        "ebb-broker listening on "
+        + " ".join(f"{lst.host or '0.0.0.0'}:{lst.port} ({lst.name})" for lst in serving),
+        flush=True,
+    )
     await stop.wait()
     log.info("shutting down: closing connections, flushing, writing checkpoints")
     await server.close()

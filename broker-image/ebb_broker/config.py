@@ -25,6 +25,14 @@ from ebb_broker.log.log_config import (
     LogManagerConfig,
     invalid_config,
 )
+from ebb_broker.security.listeners import (
+    DEFAULT_PROTOCOL_MAP,
+    Endpoint,
+    ListenerConfigError,
+    advertised,
+    parse_listeners,
+    parse_protocol_map,
+)
 
 # Broker key -> topic key for the broker-wide defaults of topic configs (Kafka's LogConfig synonyms).
 _TOPIC_SYNONYMS = {
@@ -43,6 +51,31 @@ _TOPIC_SYNONYMS = {
     "log.flush.interval.messages": "flush.messages",
     "tombstone.null.value.enable": "tombstone.null.value.enable",
 }
+
+
+LISTENER_PREFIX = "listener.name."
+# The keys a listener may override (listener.name.<listener>.<key>).
+LISTENER_KEYS = frozenset(
+    {
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.key.password",
+        "ssl.keystore.key",
+        "ssl.keystore.certificate.chain",
+        "ssl.truststore.type",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.certificates",
+        "ssl.client.auth",
+        "ssl.enabled.protocols",
+        "ssl.principal.mapping.rules",
+    }
+)
+# Values DescribeConfigs never shows (Kafka's PASSWORD type: is_sensitive, value null).
+SENSITIVE_KEYS = frozenset(
+    {"ssl.keystore.password", "ssl.key.password", "ssl.keystore.key", "ssl.truststore.password"}
+)
 
 
 def parse_ip_overrides(text: str) -> dict[str, int]:
@@ -125,6 +158,28 @@ class BrokerConfig(KafkaStyleConfig):
     # it, or past what the descriptor limit allows, is refused before anything is written.
     max_partitions: KafkaInt = Field(10_000, alias="max.partitions", ge=1)
 
+    # Listeners (Kafka's names; docs/broker.md "Listeners and TLS"). Without `listeners`, --host/--port
+    # make one PLAINTEXT listener.
+    listeners: str | None = Field(None, alias="listeners")
+    advertised_listeners: str | None = Field(None, alias="advertised.listeners")
+    listener_security_protocol_map: str = Field(DEFAULT_PROTOCOL_MAP, alias="listener.security.protocol.map")
+    # TLS from PEM (KIP-651); each may be set per listener as listener.name.<listener>.<key>.
+    ssl_keystore_type: str = Field("PEM", alias="ssl.keystore.type")
+    ssl_keystore_location: str | None = Field(None, alias="ssl.keystore.location")
+    ssl_keystore_password: str | None = Field(None, alias="ssl.keystore.password")
+    ssl_key_password: str | None = Field(None, alias="ssl.key.password")
+    ssl_keystore_key: str | None = Field(None, alias="ssl.keystore.key")
+    ssl_keystore_certificate_chain: str | None = Field(None, alias="ssl.keystore.certificate.chain")
+    ssl_truststore_type: str = Field("PEM", alias="ssl.truststore.type")
+    ssl_truststore_location: str | None = Field(None, alias="ssl.truststore.location")
+    ssl_truststore_password: str | None = Field(None, alias="ssl.truststore.password")
+    ssl_truststore_certificates: str | None = Field(None, alias="ssl.truststore.certificates")
+    ssl_client_auth: Literal["none", "requested", "required"] = Field("none", alias="ssl.client.auth")
+    ssl_enabled_protocols: str = Field("TLSv1.2,TLSv1.3", alias="ssl.enabled.protocols")
+    ssl_principal_mapping_rules: str = Field("DEFAULT", alias="ssl.principal.mapping.rules")
+    # `listener.name.<listener>.<key>` settings, by listener name (upper case), then key.
+    listener_overrides: dict[str, dict[str, str]] = Field(default_factory=dict, exclude=True)
+
     @field_validator("max_connections_per_ip_overrides")
     @classmethod
     def _overrides(cls, value: str) -> str:
@@ -138,7 +193,45 @@ class BrokerConfig(KafkaStyleConfig):
     @model_validator(mode="after")
     def _check(self) -> BrokerConfig:
         LogConfig.parse(self.topic_defaults())  # surfaces bad policy / commitoffset > retention early
+        try:
+            protocols = parse_protocol_map(self.listener_security_protocol_map)
+            if self.listeners is not None:
+                endpoints = parse_listeners(self.listeners, protocols)
+                advertised(endpoints, self.advertised_listeners, protocols)
+                names = {e.name for e in endpoints}
+                for name in self.listener_overrides:
+                    if name not in names:
+                        raise ListenerConfigError(f"listener.name.{name.lower()}.*: {name} is not a listener")
+        except ListenerConfigError as exc:
+            raise ValueError(str(exc)) from None
         return self
+
+    def endpoints(self, host: str, port: int) -> list[Endpoint]:
+        """The listeners to bind: ``listeners``, or one PLAINTEXT listener on --host/--port."""
+        if self.listeners is None:
+            return [Endpoint("PLAINTEXT", "PLAINTEXT", host, port)]
+        return parse_listeners(self.listeners, parse_protocol_map(self.listener_security_protocol_map))
+
+    def advertised_endpoints(
+        self, endpoints: list[Endpoint], advertised_host: str | None
+    ) -> dict[str, tuple[str, int]]:
+        """Listener name -> (host, port) given to clients; port 0 = the bound port (caller fills it in)."""
+        if self.listeners is None:
+            (e,) = endpoints
+            return {e.name: (advertised_host or e.host, e.port)}
+        return advertised(
+            endpoints, self.advertised_listeners, parse_protocol_map(self.listener_security_protocol_map)
+        )
+
+    def listener_settings(self, listener: str, security_protocol: str) -> dict[str, str | None]:
+        """The effective ``ssl.*`` (and SASL) settings of one listener: ``listener.name.<l>.<key>`` over the
+        broker-wide key. As in Kafka, a SASL_SSL listener takes ``ssl.client.auth`` only from its prefix."""
+        props = self.to_props()
+        out: dict[str, str | None] = {k: props[k] for k in LISTENER_KEYS}
+        if security_protocol == "SASL_SSL":
+            out["ssl.client.auth"] = "none"
+        out.update(self.listener_overrides.get(listener.upper(), {}))
+        return out
 
     @staticmethod
     def _ms(ms: int | None, minutes: int | None, hours: int | None) -> int | None:
@@ -190,8 +283,23 @@ class BrokerConfig(KafkaStyleConfig):
     @classmethod
     def parse(cls, props: Mapping[str, Any]) -> BrokerConfig:
         """Validate broker settings; raises InvalidConfigError naming every bad key."""
+        plain: dict[str, Any] = {}
+        overrides: dict[str, dict[str, str]] = {}
+        for key, value in props.items():
+            if not key.startswith(LISTENER_PREFIX):
+                plain[key] = value
+                continue
+            name, _, sub = key[len(LISTENER_PREFIX) :].partition(".")
+            if sub not in LISTENER_KEYS or not name:
+                raise InvalidConfigError(
+                    f"unknown broker config {key!r}: listener.name.<listener>. takes "
+                    + ", ".join(sorted(LISTENER_KEYS))
+                )
+            overrides.setdefault(name.upper(), {})[sub] = str(value)
+        if overrides:
+            plain["listener_overrides"] = overrides
         try:
-            return cls.model_validate(dict(props))
+            return cls.model_validate(plain)
         except ValidationError as exc:
             raise invalid_config(exc, "broker") from None
         except InvalidConfigError as exc:

@@ -25,6 +25,11 @@ class BrokerIdentity:
     host: str
     port: int
     cluster_id: str
+    # Listener name -> (host, port) advertised on it: Kafka answers on the listener a request came in on.
+    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        return self.endpoints.get(listener, (self.host, self.port))
 
 
 class AppendSignal:
@@ -102,3 +107,8 @@ class RequestContext:
     @property
     def response_class(self) -> Any:
         return self.spec.messages.response[self.api_version]
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        """This broker's (host, port) on the listener the request came in on."""
+        return self.broker.identity.endpoint(self.session.listener)

@@ -43,6 +43,7 @@ from ebb_broker.protocol.zero_copy import (
     split,
     write_parts,
 )
+from ebb_broker.security.tls import PrincipalMapper, PrincipalMappingError, principal_of
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,7 @@ class Listener:
     host: str
     port: int
     ssl_context: ssl.SSLContext | None = None
+    principals: PrincipalMapper = field(default_factory=PrincipalMapper)
     sock: socket.socket | None = None
 
     @property
@@ -246,6 +248,15 @@ class KafkaServer:
                 client_host=host,
                 authenticated=not lst.sasl,
             )
+            if lst.security_protocol == "SSL":
+                # The certificate's DN is the principal on SSL listeners; on SASL_SSL the SASL user is.
+                try:
+                    session.principal = principal_of(transport.get_extra_info("ssl_object"), lst.principals)
+                except PrincipalMappingError as exc:
+                    log.info("closing connection from %s on %s: %s", addr, lst.name, exc)
+                    metrics.connections_rejected.labels("authentication").inc()
+                    writer.close()
+                    return
             conn = Connection(lst, session, writer, loop.time(), asyncio.current_task())
             self._connections.add(conn)
             metrics.connections.inc()

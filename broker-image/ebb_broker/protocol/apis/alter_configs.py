@@ -23,7 +23,6 @@ from ebb_broker.protocol.registry import register
 API_KEY = 33
 
 
-
 def _replace_all(new: dict[str, str], old: dict[str, str], effective: dict[str, str]) -> dict[str, str]:
     """AlterConfigs (legacy, not incremental) replaces the topic's whole set of overrides."""
     return new

@@ -21,6 +21,7 @@ _NOT_REQUESTED = None  # the codec writes None as -2147483648: "not requested" (
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     me = ctx.broker.identity
+    host, port = ctx.advertised  # the listener this request came in on
     cls = ctx.response_class
     return ctx.response(
         throttle_time_ms=0,
@@ -29,7 +30,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         endpoint_type=request.endpoint_type if ctx.api_version >= 1 else 1,
         cluster_id=me.cluster_id,
         controller_id=me.node_id,
-        brokers=[cls.DescribeClusterBroker(broker_id=me.node_id, host=me.host, port=me.port, rack=None)],
+        brokers=[cls.DescribeClusterBroker(broker_id=me.node_id, host=host, port=port, rack=None)],
         authorized_operations=_NOT_REQUESTED,
     )
 

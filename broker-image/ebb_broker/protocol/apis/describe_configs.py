@@ -3,7 +3,8 @@
 Behaviour:
 - Topics (resource type 2): every topic config of the engine with its effective value, source
   and type; named keys restrict the list. Brokers (type 4, this broker's id or ""): the static
-  broker configs. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, other resource types
+  broker configs (passwords and private keys with a null value and is_sensitive, as Kafka's
+  PASSWORD type). Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, other resource types
   INVALID_REQUEST, each in its own result.
 - Synonyms: the value's own source only (Kafka lists the whole synonym chain).
 
@@ -24,6 +25,7 @@ from ebb_broker.protocol.configs import (
     config_type,
     describe_broker,
     describe_topic,
+    is_sensitive,
     render,
 )
 from ebb_broker.protocol.context import RequestContext
@@ -61,7 +63,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 read_only=res.resource_type == RESOURCE_BROKER,
                 config_source=int(src),
                 is_default=src == 5,
-                is_sensitive=False,
+                is_sensitive=is_sensitive(k),
                 synonyms=[C.DescribeConfigsSynonym(name=k, value=render(v), source=int(src))]
                 if request.include_synonyms
                 else [],

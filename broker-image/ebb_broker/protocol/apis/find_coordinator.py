@@ -29,7 +29,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     supported = request.key_type == _GROUP
     error = 0 if supported else CoordinatorNotAvailableError.errno
     message = None if supported else "transactions are not supported by ebb-broker"
-    node = (me.node_id, me.host, me.port) if supported else (-1, "", -1)
+    host, port = ctx.advertised
+    node = (me.node_id, host, port) if supported else (-1, "", -1)
     if ctx.api_version >= 4:
         cls = ctx.response_class
         return ctx.response(

@@ -32,6 +32,7 @@ _NOT_REQUESTED = None  # the codec writes None as -2147483648: "not requested" (
 async def handle(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
     me = broker.identity
+    host, port = ctx.advertised  # the listener this request came in on
     v = ctx.api_version
     cls = ctx.response_class
     T = cls.MetadataResponseTopic
@@ -76,7 +77,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
     return ctx.response(
         throttle_time_ms=0,
-        brokers=[cls.MetadataResponseBroker(node_id=me.node_id, host=me.host, port=me.port, rack=None)],
+        brokers=[cls.MetadataResponseBroker(node_id=me.node_id, host=host, port=port, rack=None)],
         cluster_id=me.cluster_id,
         controller_id=me.node_id,
         topics=topics,
