@@ -47,6 +47,7 @@ class EbbBroker:
         log_dir: Path | None = None,
         start_timeout: float = 30.0,
         nofile: int | None = None,
+        add_scram: list[str] | None = None,
     ):
         self.data_dir = Path(data_dir)
         self.configs = dict(configs or {})
@@ -57,6 +58,8 @@ class EbbBroker:
         self.start_timeout = start_timeout
         # The process's descriptor limit (soft and hard), to test what the broker does under a low ulimit -n.
         self.nofile = nofile
+        # --add-scram values ('SCRAM-SHA-512=[name=admin,password=...]'), passed at every start.
+        self.add_scram = list(add_scram or [])
         # With a `listeners` config: the port each listener bound, by name (kept across restarts).
         self.listener_ports: dict[str, int] = {}
         self.proc: subprocess.Popen[str] | None = None
@@ -98,6 +101,8 @@ class EbbBroker:
             cmd += ["--metrics-port", str(self.metrics_port)]
         for key, value in self._configs().items():
             cmd += ["--config", f"{key}={value}"]
+        for value in self.add_scram:
+            cmd += ["--add-scram", value]
         return cmd
 
     def start(self) -> EbbBroker:

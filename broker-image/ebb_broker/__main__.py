@@ -19,8 +19,12 @@ def _key_value(text: str) -> tuple[str, str]:
 
 
 def parser() -> argparse.ArgumentParser:
+    # `@FILE` reads more arguments from FILE, one per line: a Kubernetes Secret mounted as a file passes
+    # `--add-scram=...` without putting the password on the command line.
     p = argparse.ArgumentParser(
-        prog="ebb-broker", description="A Kafka-protocol broker with Ebb's log engine."
+        prog="ebb-broker",
+        description="A Kafka-protocol broker with Ebb's log engine.",
+        fromfile_prefix_chars="@",
     )
     p.add_argument("--data-dir", required=True, type=Path, help="log directory (Kafka's log.dirs)")
     p.add_argument(
@@ -37,6 +41,13 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="a broker config with Kafka's name, e.g. log.retention.ms=60000 (repeatable)",
+    )
+    p.add_argument(
+        "--add-scram",
+        action="append",
+        default=[],
+        metavar="'SCRAM-SHA-256=[name=USER,password=PASSWORD]'",
+        help="set a SCRAM credential at start, as kafka-storage format --add-scram (repeatable)",
     )
     return p
 
@@ -56,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         broker_id=args.broker_id,
         metrics_port=args.metrics_port,
         configs=dict(args.config),
+        add_scram=tuple(args.add_scram),
     )
     try:
         asyncio.run(run(options))

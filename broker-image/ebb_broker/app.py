@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ebb_broker.config import BrokerConfig
+from ebb_broker.config import BrokerConfig, sasl_mechanisms
 from ebb_broker.coordinator.group_coordinator import GroupCoordinator
 from ebb_broker.coordinator.offsets_store import OffsetsStore
 from ebb_broker.coordinator.producer_ids import ProducerIdManager
@@ -29,6 +29,8 @@ from ebb_broker.metrics import BrokerMetrics
 from ebb_broker.protocol import apis  # noqa: F401  (registers every API)
 from ebb_broker.protocol.context import Broker, BrokerIdentity
 from ebb_broker.protocol.server import KafkaServer, Listener, ServerLimits
+from ebb_broker.security.credentials import CredentialStore, parse_add_scram
+from ebb_broker.security.store import CorruptSecurityFileError
 from ebb_broker.security.tls import PrincipalMapper, TlsConfigError, server_context
 
 log = logging.getLogger("ebb_broker")
@@ -45,6 +47,8 @@ class BrokerOptions:
     broker_id: int = 0
     metrics_port: int | None = None
     configs: dict[str, str] | None = None
+    # `--add-scram` values (Kafka's kafka-storage format --add-scram syntax), applied at every start.
+    add_scram: tuple[str, ...] = ()
 
 
 def _cluster_id(data_dir: Path) -> str:
@@ -91,7 +95,8 @@ def listeners(config: BrokerConfig, host: str, port: int) -> list[Listener]:
             mapper = PrincipalMapper(settings.get("ssl.principal.mapping.rules") or "DEFAULT")
         except TlsConfigError as exc:
             raise InvalidConfigError(str(exc)) from None
-        out.append(Listener(e.name, e.security_protocol, e.host, e.port, context, mapper))
+        mechanisms = sasl_mechanisms(settings.get("sasl.enabled.mechanisms"))
+        out.append(Listener(e.name, e.security_protocol, e.host, e.port, context, mapper, mechanisms))
     return out
 
 
@@ -99,6 +104,17 @@ async def run(options: BrokerOptions) -> None:
     options.data_dir.mkdir(parents=True, exist_ok=True)
     config = BrokerConfig.parse(options.configs or {})
     serving = listeners(config, options.host, options.port)
+    try:
+        bootstrap_users = [parse_add_scram(text) for text in options.add_scram]
+        credentials = CredentialStore(options.data_dir)
+    except (ValueError, CorruptSecurityFileError) as exc:
+        raise InvalidConfigError(str(exc)) from None
+    if bootstrap_users:
+        credentials.apply(bootstrap_users, [])
+        log.info(
+            "SCRAM credentials set from --add-scram: %s",
+            ", ".join(f"{u.user} ({u.mechanism})" for u in bootstrap_users),
+        )
     # As the JVM does for Kafka: the soft descriptor limit goes up to the hard one, and segment files are
     # kept open within a budget of it (ebb_broker.log.file_handles).
     limit = raise_descriptor_limit()
@@ -109,7 +125,14 @@ async def run(options: BrokerOptions) -> None:
     groups.load()
     identity = BrokerIdentity(options.broker_id, options.host, options.port, _cluster_id(options.data_dir))
     broker = Broker(
-        identity, config, logs, groups, metrics, ProducerIdManager(options.data_dir), options.data_dir
+        identity,
+        config,
+        logs,
+        groups,
+        metrics,
+        ProducerIdManager(options.data_dir),
+        options.data_dir,
+        credentials,
     )
     metrics.watch_partitions(
         lambda: (

@@ -33,6 +33,7 @@ from ebb_broker.security.listeners import (
     parse_listeners,
     parse_protocol_map,
 )
+from ebb_broker.security.sasl import SUPPORTED as SASL_MECHANISMS
 
 # Broker key -> topic key for the broker-wide defaults of topic configs (Kafka's LogConfig synonyms).
 _TOPIC_SYNONYMS = {
@@ -70,12 +71,17 @@ LISTENER_KEYS = frozenset(
         "ssl.client.auth",
         "ssl.enabled.protocols",
         "ssl.principal.mapping.rules",
+        "sasl.enabled.mechanisms",
     }
 )
 # Values DescribeConfigs never shows (Kafka's PASSWORD type: is_sensitive, value null).
 SENSITIVE_KEYS = frozenset(
     {"ssl.keystore.password", "ssl.key.password", "ssl.keystore.key", "ssl.truststore.password"}
 )
+
+
+def sasl_mechanisms(text: str | None) -> tuple[str, ...]:
+    return tuple(m.strip().upper() for m in (text or "").split(",") if m.strip())
 
 
 def parse_ip_overrides(text: str) -> dict[str, int]:
@@ -177,6 +183,11 @@ class BrokerConfig(KafkaStyleConfig):
     ssl_client_auth: Literal["none", "requested", "required"] = Field("none", alias="ssl.client.auth")
     ssl_enabled_protocols: str = Field("TLSv1.2,TLSv1.3", alias="ssl.enabled.protocols")
     ssl_principal_mapping_rules: str = Field("DEFAULT", alias="ssl.principal.mapping.rules")
+    # SASL (KIP-152): the mechanisms offered on SASL listeners. Kafka's default, GSSAPI, is not served.
+    sasl_enabled_mechanisms: str = Field("SCRAM-SHA-256,SCRAM-SHA-512", alias="sasl.enabled.mechanisms")
+    connection_failed_authentication_delay_ms: KafkaInt = Field(
+        100, alias="connection.failed.authentication.delay.ms", ge=0
+    )
     # `listener.name.<listener>.<key>` settings, by listener name (upper case), then key.
     listener_overrides: dict[str, dict[str, str]] = Field(default_factory=dict, exclude=True)
 
@@ -204,6 +215,16 @@ class BrokerConfig(KafkaStyleConfig):
                         raise ListenerConfigError(f"listener.name.{name.lower()}.*: {name} is not a listener")
         except ListenerConfigError as exc:
             raise ValueError(str(exc)) from None
+        for where in [self.sasl_enabled_mechanisms] + [
+            o["sasl.enabled.mechanisms"]
+            for o in self.listener_overrides.values()
+            if "sasl.enabled.mechanisms" in o
+        ]:
+            mechanisms = sasl_mechanisms(where)
+            if not mechanisms or any(m not in SASL_MECHANISMS for m in mechanisms):
+                raise ValueError(
+                    f"sasl.enabled.mechanisms {where!r}: ebb-broker serves " + ", ".join(SASL_MECHANISMS)
+                )
         return self
 
     def endpoints(self, host: str, port: int) -> list[Endpoint]:

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from harness.ebb_broker import EbbBroker
 from harness.ports import free_port
-from tests.compat.clients import CLIENTS, Client
+from harness.tls import Issued, TestCA
+from tests.compat.clients import CLIENTS, Client, Security
 
 # Small __consumer_offsets keeps each broker start quick; the layout is the same as with 50.
 FAST_BROKER = {"offsets.topic.num.partitions": "4"}
@@ -65,3 +67,75 @@ def client(client_cls: type[Client], broker: EbbBroker) -> Iterator[Client]:
 @pytest.fixture
 def topic() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@dataclass
+class SecureBroker:
+    """One ebb-broker with every kind of listener and SCRAM users, shared by the security tests.
+
+    Listeners: PLAINTEXT (User:ANONYMOUS, a super user: the tests' own setup), SASL_PLAINTEXT, SASL_SSL
+    and MTLS (SSL with required client certificates). Users (SCRAM-SHA-256 and -512, so PLAIN too):
+    admin (a super user), alice, bob. The authorizer is on: every other principal needs ACLs.
+    """
+
+    broker: EbbBroker
+    ca: TestCA
+    alice_cert: Issued
+    passwords: dict[str, str]
+
+    def security(self, listener: str, user: str | None = None, mechanism: str = "SCRAM-SHA-512") -> Security:
+        protocol = {"SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL", "MTLS": "SSL"}.get(
+            listener, "PLAINTEXT"
+        )
+        ca = str(self.ca.ca_pem) if protocol in ("SSL", "SASL_SSL") else None
+        if listener == "MTLS":
+            return Security(
+                "SSL", cafile=ca, certfile=str(self.alice_cert.cert), keyfile=str(self.alice_cert.key)
+            )
+        if user is None:
+            return Security(protocol, cafile=ca)
+        return Security(protocol, mechanism, user, self.passwords[user], cafile=ca)
+
+    def client(
+        self, name: str, listener: str, user: str | None = None, mechanism: str = "SCRAM-SHA-512"
+    ) -> Client:
+        return CLIENTS[name](self.broker.bootstrap_of(listener), self.security(listener, user, mechanism))
+
+
+SECURE_CONFIGS = {
+    **FAST_BROKER,
+    "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
+    "listener.security.protocol.map": (
+        "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,MTLS:SSL"
+    ),
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+    "listener.name.mtls.ssl.client.auth": "required",
+    "ssl.keystore.type": "PEM",
+    "ssl.truststore.type": "PEM",
+}
+
+
+@pytest.fixture(scope="session")
+def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
+    root = tmp_path_factory.mktemp("secure")
+    ca = TestCA(root / "pki")
+    server = ca.issue("broker", "CN=localhost", server=True)
+    passwords = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
+    b = EbbBroker(
+        root / "data",
+        configs={
+            **SECURE_CONFIGS,
+            "ssl.keystore.location": str(server.keystore),
+            "ssl.truststore.location": str(ca.ca_pem),
+        },
+        metrics_port=free_port(),
+        add_scram=[
+            f"{mech}=[name={user},password={pw}]"
+            for user, pw in passwords.items()
+            for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+        ],
+    ).start()
+    try:
+        yield SecureBroker(b, ca, ca.issue("alice", "CN=alice,OU=eng,O=Example"), passwords)
+    finally:
+        assert b.stop() == 0

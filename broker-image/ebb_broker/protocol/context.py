@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from ebb_broker.log import LogManager
     from ebb_broker.metrics import BrokerMetrics
     from ebb_broker.protocol.registry import ApiSpec
+    from ebb_broker.security.credentials import CredentialStore
+    from ebb_broker.security.sasl import MechanismServer
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class Broker:
     metrics: BrokerMetrics
     producer_ids: ProducerIdManager
     data_dir: Path
+    credentials: CredentialStore
     appended: AppendSignal = field(default_factory=AppendSignal)
 
 
@@ -86,6 +89,11 @@ class Session:
     client_host: str
     principal: str = ANONYMOUS
     authenticated: bool = True
+    # SASL listeners: the mechanisms enabled there, and the exchange in progress after SaslHandshake.
+    sasl_mechanisms: tuple[str, ...] = ()
+    sasl: MechanismServer | None = None
+    # Set by a handler whose response must be the connection's last (failed authentication).
+    close_after_response: bool = False
 
 
 @dataclass

@@ -53,6 +53,8 @@ MAX_REQUEST_BYTES = 104_857_600
 _HEADER = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
 _INT_MAX = 2**31 - 1
+# ApiVersions, SaslHandshake, SaslAuthenticate: all a SASL connection may send before it authenticated.
+_BEFORE_AUTHENTICATION = frozenset({18, 17, 36})
 
 
 class BadFrameError(Exception):
@@ -84,6 +86,7 @@ class Listener:
     port: int
     ssl_context: ssl.SSLContext | None = None
     principals: PrincipalMapper = field(default_factory=PrincipalMapper)
+    sasl_mechanisms: tuple[str, ...] = ()
     sock: socket.socket | None = None
 
     @property
@@ -247,6 +250,7 @@ class KafkaServer:
                 security_protocol=lst.security_protocol,
                 client_host=host,
                 authenticated=not lst.sasl,
+                sasl_mechanisms=lst.sasl_mechanisms if lst.sasl else (),
             )
             if lst.security_protocol == "SSL":
                 # The certificate's DN is the principal on SSL listeners; on SASL_SSL the SASL user is.
@@ -357,12 +361,17 @@ class KafkaServer:
                     await write_parts(conn.writer, out)
                 except (ConnectionError, ssl.SSLError):
                     return
+            if conn.session.close_after_response:
+                return
             conn.busy = False
             conn.last_active = loop.time()
 
     def _admit(self, conn: Connection, api_key: int, api_version: int) -> ApiSpec | None:
         """Check the header's API key and version before the body is read; None = ApiVersions at a
         version this broker does not know (answered with a v0 body)."""
+        if not conn.session.authenticated and api_key not in _BEFORE_AUTHENTICATION:
+            # Kafka's SaslServerAuthenticator: until SASL completes, nothing reaches the request handlers.
+            raise BadFrameError(f"API key {api_key} before SASL authentication completed")
         spec = lookup(api_key)
         if api_key == api_versions.API_KEY and (
             spec is None or not spec.min_version <= api_version <= spec.max_version

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from ebb_broker.protocol.apis import (  # noqa: F401  (imported for their registrations)
     alter_configs,
+    alter_user_scram_credentials,
     api_versions,
     create_partitions,
     create_topics,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_user_scram_credentials,
     fetch,
     find_coordinator,
     heartbeat,
@@ -28,5 +31,7 @@ from ebb_broker.protocol.apis import (  # noqa: F401  (imported for their regist
     offset_delete,
     offset_fetch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
 )
