@@ -29,6 +29,7 @@ from ebb_broker.metrics import BrokerMetrics
 from ebb_broker.protocol import apis  # noqa: F401  (registers every API)
 from ebb_broker.protocol.context import Broker, BrokerIdentity
 from ebb_broker.protocol.server import KafkaServer, Listener, ServerLimits
+from ebb_broker.security.authorizer import Authorizer, parse_super_users
 from ebb_broker.security.credentials import CredentialStore, parse_add_scram
 from ebb_broker.security.store import CorruptSecurityFileError
 from ebb_broker.security.tls import PrincipalMapper, TlsConfigError, server_context
@@ -107,6 +108,13 @@ async def run(options: BrokerOptions) -> None:
     try:
         bootstrap_users = [parse_add_scram(text) for text in options.add_scram]
         credentials = CredentialStore(options.data_dir)
+        authorizer = (
+            Authorizer(
+                options.data_dir, parse_super_users(config.super_users), config.allow_everyone_if_no_acl_found
+            )
+            if config.authorizer_class_name
+            else None
+        )
     except (ValueError, CorruptSecurityFileError) as exc:
         raise InvalidConfigError(str(exc)) from None
     if bootstrap_users:
@@ -133,6 +141,7 @@ async def run(options: BrokerOptions) -> None:
         ProducerIdManager(options.data_dir),
         options.data_dir,
         credentials,
+        authorizer,
     )
     metrics.watch_partitions(
         lambda: (

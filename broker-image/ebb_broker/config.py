@@ -25,6 +25,7 @@ from ebb_broker.log.log_config import (
     LogManagerConfig,
     invalid_config,
 )
+from ebb_broker.security.authorizer import AUTHORIZER_CLASSES
 from ebb_broker.security.listeners import (
     DEFAULT_PROTOCOL_MAP,
     Endpoint,
@@ -188,6 +189,10 @@ class BrokerConfig(KafkaStyleConfig):
     connection_failed_authentication_delay_ms: KafkaInt = Field(
         100, alias="connection.failed.authentication.delay.ms", ge=0
     )
+    # Authorization (Kafka's StandardAuthorizer; docs/broker.md "Authorization"): off unless the class is set.
+    authorizer_class_name: str = Field("", alias="authorizer.class.name")
+    super_users: str = Field("", alias="super.users")
+    allow_everyone_if_no_acl_found: bool = Field(False, alias="allow.everyone.if.no.acl.found")
     # `listener.name.<listener>.<key>` settings, by listener name (upper case), then key.
     listener_overrides: dict[str, dict[str, str]] = Field(default_factory=dict, exclude=True)
 
@@ -215,6 +220,11 @@ class BrokerConfig(KafkaStyleConfig):
                         raise ListenerConfigError(f"listener.name.{name.lower()}.*: {name} is not a listener")
         except ListenerConfigError as exc:
             raise ValueError(str(exc)) from None
+        if self.authorizer_class_name and self.authorizer_class_name not in AUTHORIZER_CLASSES:
+            raise ValueError(
+                f"authorizer.class.name {self.authorizer_class_name!r}: ebb-broker's authorizer has Kafka's "
+                "StandardAuthorizer semantics; set " + " or ".join(AUTHORIZER_CLASSES)
+            )
         for where in [self.sasl_enabled_mechanisms] + [
             o["sasl.enabled.mechanisms"]
             for o in self.listener_overrides.values()

@@ -5,17 +5,27 @@ The process launcher lives in harness/ebb_broker.py so other tiers reuse it.
 
 from __future__ import annotations
 
+import ssl
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from scramp import ScramClient
 
 from harness.ebb_broker import EbbBroker
 from harness.ports import free_port
 from harness.tls import Issued, TestCA
 from tests.compat.clients import CLIENTS, Client, Security
+from tests.compat.wire import Wire
 
 # Small __consumer_offsets keeps each broker start quick; the layout is the same as with 50.
 FAST_BROKER = {"offsets.topic.num.partitions": "4"}
@@ -101,6 +111,36 @@ class SecureBroker:
     ) -> Client:
         return CLIENTS[name](self.broker.bootstrap_of(listener), self.security(listener, user, mechanism))
 
+    def wire(self, listener: str, user: str | None = None) -> Wire:
+        """A raw connection (TLS on SASL_SSL), authenticated as `user` with SCRAM-SHA-512 when given."""
+        w = Wire(self.broker.bootstrap_of(listener))
+        if listener == "SASL_SSL":
+            w.sock = ssl.create_default_context(cafile=str(self.ca.ca_pem)).wrap_socket(
+                w.sock, server_hostname="localhost"
+            )
+        if user is not None:
+            resp = scram_authenticate(w, user, self.passwords[user])
+            assert resp.error_code == 0, resp
+        return w
+
+
+def scram_authenticate(w: Wire, user: str, password: str, mechanism: str = "SCRAM-SHA-512") -> Any:
+    """SaslHandshake v1 + SCRAM in SaslAuthenticate v2, as Java's client does; the last response."""
+    w.send_raw(w.frame(SaslHandshakeRequest[1](mechanism=mechanism), 1))
+    hs = SaslHandshakeResponse.decode(w.recv_frame(), version=1, header=True)
+    assert hs.error_code == 0 and mechanism in hs.mechanisms
+    client = ScramClient([mechanism], user, password)
+    w.send_raw(w.frame(SaslAuthenticateRequest[2](auth_bytes=client.get_client_first().encode()), 2))
+    first = SaslAuthenticateResponse.decode(w.recv_frame(), version=2, header=True)
+    if first.error_code:
+        return first
+    client.set_server_first(bytes(first.auth_bytes).decode())
+    w.send_raw(w.frame(SaslAuthenticateRequest[2](auth_bytes=client.get_client_final().encode()), 2))
+    final = SaslAuthenticateResponse.decode(w.recv_frame(), version=2, header=True)
+    if not final.error_code:
+        client.set_server_final(bytes(final.auth_bytes).decode())  # the server proved it knows the key too
+    return final
+
 
 SECURE_CONFIGS = {
     **FAST_BROKER,
@@ -112,6 +152,8 @@ SECURE_CONFIGS = {
     "listener.name.mtls.ssl.client.auth": "required",
     "ssl.keystore.type": "PEM",
     "ssl.truststore.type": "PEM",
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:admin;User:ANONYMOUS",
 }
 
 

@@ -5,23 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import ssl
 import struct
 import time
+from typing import Any
 
 import pytest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.sasl import (
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
-from scramp import ScramClient
 
 from tests.compat.clients import CLIENTS
-from tests.compat.conftest import SecureBroker
+from tests.compat.conftest import SecureBroker, scram_authenticate
 from tests.compat.wire import Wire
 
 SASL_AUTHENTICATION_FAILED = 58
@@ -29,29 +26,11 @@ UNSUPPORTED_SASL_MECHANISM = 33
 
 
 def _wire(sb: SecureBroker, listener: str) -> Wire:
-    w = Wire(sb.broker.bootstrap_of(listener))
-    if listener == "SASL_SSL":
-        ctx = ssl.create_default_context(cafile=str(sb.ca.ca_pem))
-        w.sock = ctx.wrap_socket(w.sock, server_hostname="localhost")
-    return w
+    return sb.wire(listener)
 
 
-def _authenticate(w: Wire, user: str, password: str, mechanism: str = "SCRAM-SHA-512") -> object:
-    """SaslHandshake v1 + SCRAM in SaslAuthenticate v2, as Java's client does; the last response."""
-    w.send_raw(w.frame(SaslHandshakeRequest[1](mechanism=mechanism), 1))
-    hs = SaslHandshakeResponse.decode(w.recv_frame(), version=1, header=True)
-    assert hs.error_code == 0 and mechanism in hs.mechanisms
-    client = ScramClient([mechanism], user, password)
-    w.send_raw(w.frame(SaslAuthenticateRequest[2](auth_bytes=client.get_client_first().encode()), 2))
-    first = SaslAuthenticateResponse.decode(w.recv_frame(), version=2, header=True)
-    if first.error_code:
-        return first
-    client.set_server_first(bytes(first.auth_bytes).decode())
-    w.send_raw(w.frame(SaslAuthenticateRequest[2](auth_bytes=client.get_client_final().encode()), 2))
-    final = SaslAuthenticateResponse.decode(w.recv_frame(), version=2, header=True)
-    if not final.error_code:
-        client.set_server_final(bytes(final.auth_bytes).decode())  # the server proved it knows the key too
-    return final
+def _authenticate(w: Wire, user: str, password: str) -> Any:
+    return scram_authenticate(w, user, password)
 
 
 @pytest.mark.parametrize("client_name", sorted(CLIENTS))

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ebb_broker.log import LogManager
     from ebb_broker.metrics import BrokerMetrics
     from ebb_broker.protocol.registry import ApiSpec
+    from ebb_broker.security.authorizer import Authorizer
     from ebb_broker.security.credentials import CredentialStore
     from ebb_broker.security.sasl import MechanismServer
 
@@ -69,6 +70,8 @@ class Broker:
     producer_ids: ProducerIdManager
     data_dir: Path
     credentials: CredentialStore
+    # None unless authorizer.class.name is set: then every API checks ACLs (protocol/authz.py).
+    authorizer: Authorizer | None = None
     appended: AppendSignal = field(default_factory=AppendSignal)
 
 

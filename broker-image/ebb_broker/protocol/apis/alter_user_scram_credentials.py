@@ -23,6 +23,7 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+from ebb_broker.protocol.authz import CLUSTER, CLUSTER_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 from ebb_broker.security.credentials import (
@@ -50,6 +51,19 @@ def _check_user(name: str, mechanism: int) -> str:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not allowed(ctx, Op.ALTER, CLUSTER):
+        names = dict.fromkeys([d.name for d in request.deletions] + [u.name for u in request.upsertions])
+        return ctx.response(
+            throttle_time_ms=0,
+            results=[
+                ctx.response_class.AlterUserScramCredentialsResult(
+                    user=n,
+                    error_code=CLUSTER_AUTHORIZATION_FAILED,
+                    error_message="ALTER on the cluster is not allowed",
+                )
+                for n in names
+            ],
+        )
     store = ctx.broker.credentials
     known = store.users()
     counts = Counter([d.name for d in request.deletions] + [u.name for u in request.upsertions])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ebb_broker.protocol.authz import CLUSTER, CLUSTER_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 
@@ -23,6 +24,13 @@ API_KEY = 48
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not allowed(ctx, Op.DESCRIBE_CONFIGS, CLUSTER):
+        return ctx.response(
+            throttle_time_ms=0,
+            error_code=CLUSTER_AUTHORIZATION_FAILED,
+            error_message="DESCRIBE_CONFIGS on the cluster is not allowed",
+            entries=None,
+        )
     return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, entries=[])
 
 

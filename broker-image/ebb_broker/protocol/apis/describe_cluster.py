@@ -2,6 +2,9 @@
 
 Behaviour:
 - This broker is the whole cluster and its controller (KIP-700), unfenced.
+- No authorization check, as Kafka's brokers (its docs list DESCRIBE on CLUSTER; its code checks
+  nothing): the cluster id must stay readable to every client. Authorized operations, when
+  requested, are the session's on the CLUSTER, or 0 without DESCRIBE on it (Kafka's AuthHelper).
 - Endpoint type 2 (controllers) answers the same node: the broker is its own controller.
 
 Version notes:
@@ -12,11 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ebb_broker.protocol.authz import CLUSTER, NOT_REQUESTED, Op, allowed, authorized_operations
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
+from ebb_broker.security.acl import CLUSTER_NAME
 
 API_KEY = 60
-_NOT_REQUESTED = None  # the codec writes None as -2147483648: "not requested" (no ACLs)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -31,7 +35,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         cluster_id=me.cluster_id,
         controller_id=me.node_id,
         brokers=[cls.DescribeClusterBroker(broker_id=me.node_id, host=host, port=port, rack=None)],
-        authorized_operations=_NOT_REQUESTED,
+        authorized_operations=(
+            (authorized_operations(ctx, CLUSTER, CLUSTER_NAME) if allowed(ctx, Op.DESCRIBE, CLUSTER) else set())
+            if request.include_cluster_authorized_operations
+            else NOT_REQUESTED
+        ),
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ebb_broker.protocol.authz import CLUSTER, CLUSTER_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 from ebb_broker.security.credentials import DUPLICATE_RESOURCE, MECHANISMS, RESOURCE_NOT_FOUND
@@ -27,6 +28,22 @@ API_KEY = 50
 async def handle(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
     R = cls.DescribeUserScramCredentialsResult
+    if not allowed(ctx, Op.DESCRIBE, CLUSTER):
+        refusal = "DESCRIBE on the cluster is not allowed"
+        return ctx.response(
+            throttle_time_ms=0,
+            error_code=CLUSTER_AUTHORIZATION_FAILED,
+            error_message=refusal,
+            results=[
+                R(
+                    user=u.name,
+                    error_code=CLUSTER_AUTHORIZATION_FAILED,
+                    error_message=refusal,
+                    credential_infos=[],
+                )
+                for u in request.users or []
+            ],
+        )
     known = ctx.broker.credentials.users()
     named = [u.name for u in request.users or []]
     counts = Counter(named)
