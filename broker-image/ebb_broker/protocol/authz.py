@@ -77,5 +77,6 @@ def authorized_operations(ctx: RequestContext, resource_type: ResourceType, name
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return {int(op) for op in VALID_OPERATIONS[resource_type]}
-    bits = authorizer.authorized_operations(ctx.session.principal, ctx.session.client_host, resource_type, name)
+    session = ctx.session
+    bits = authorizer.authorized_operations(session.principal, session.client_host, resource_type, name)
     return {n for n in range(32) if bits >> n & 1}

@@ -23,6 +23,11 @@ from ebb_broker.security.acl import CLUSTER_NAME
 API_KEY = 60
 
 
+def _cluster_operations(ctx: RequestContext) -> set[int]:
+    """Kafka's AuthHelper: the session's operations on the CLUSTER, or none without DESCRIBE on it."""
+    return authorized_operations(ctx, CLUSTER, CLUSTER_NAME) if allowed(ctx, Op.DESCRIBE, CLUSTER) else set()
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     me = ctx.broker.identity
     host, port = ctx.advertised  # the listener this request came in on
@@ -35,11 +40,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         cluster_id=me.cluster_id,
         controller_id=me.node_id,
         brokers=[cls.DescribeClusterBroker(broker_id=me.node_id, host=host, port=port, rack=None)],
-        authorized_operations=(
-            (authorized_operations(ctx, CLUSTER, CLUSTER_NAME) if allowed(ctx, Op.DESCRIBE, CLUSTER) else set())
-            if request.include_cluster_authorized_operations
-            else NOT_REQUESTED
-        ),
+        authorized_operations=_cluster_operations(ctx)
+        if request.include_cluster_authorized_operations
+        else NOT_REQUESTED,
     )
 
 
