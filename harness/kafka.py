@@ -65,6 +65,8 @@ TOOLS: Mapping[str, str] = {
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-acls": "org.apache.kafka.tools.AclCommand",
+    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-storage": "kafka.tools.StorageTool",
 }
 
@@ -160,10 +162,16 @@ class KafkaBroker:
     start_seconds: float
     version: str = KAFKA_VERSION
     settings: dict[str, str] = field(default_factory=dict)
+    # Ports of the extra listeners asked for with `apache_kafka(..., listeners={NAME: PROTOCOL})`.
+    listener_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def bootstrap_of(self, listener: str) -> str:
+        """host:port of an extra listener (by name)."""
+        return f"{self.host}:{self.listener_ports[listener]}"
 
     def partition_dir(self, topic: str, partition: int) -> Path:
         return self.data_dir / f"{topic}-{partition}"
@@ -222,15 +230,21 @@ def apache_kafka(
     *,
     host: str = "127.0.0.1",
     start_timeout: float = 90,
+    listeners: Mapping[str, str] | None = None,
+    add_scram: tuple[str, ...] = (),
 ) -> Iterator[KafkaBroker]:
     """Format storage and run a single-node KRaft broker+controller in `work_dir`; stop it on exit.
 
     The broker listens on free ports of `host` (tried again with new ports if another process took one
-    between choosing and binding); `overrides` replace or extend `FAST_SETTINGS`.
+    between choosing and binding); `overrides` replace or extend `FAST_SETTINGS`. `listeners` adds
+    listeners beside PLAINTEXT (the inter-broker one), by name -> security protocol, each on a free port
+    (`KafkaBroker.bootstrap_of(name)`); their SSL/SASL settings come in `overrides`, e.g.
+    `listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config`. `add_scram` values go to
+    `kafka-storage format --add-scram` (`SCRAM-SHA-512=[name=admin,password=...]`).
     """
     for attempt in range(3):
         try:
-            broker = _start(work_dir, overrides or {}, host, start_timeout)
+            broker = _start(work_dir, overrides or {}, host, start_timeout, listeners or {}, add_scram)
             break
         except KafkaStartError as exc:
             if attempt == 2 or "Address already in use" not in str(exc):
@@ -242,22 +256,32 @@ def apache_kafka(
         broker.stop()
 
 
-def _start(work_dir: Path, overrides: Mapping[str, str], host: str, start_timeout: float) -> KafkaBroker:
+def _start(
+    work_dir: Path,
+    overrides: Mapping[str, str],
+    host: str,
+    start_timeout: float,
+    listeners: Mapping[str, str],
+    add_scram: tuple[str, ...],
+) -> KafkaBroker:
     """One start attempt; the broker is stopped again if it does not come up."""
     work_dir.mkdir(parents=True, exist_ok=True)
     data_dir = work_dir / "data"
     log_file = work_dir / "server.log"
     log_file.unlink(missing_ok=True)
     port, controller_port = free_port(host), free_port(host)
+    extra = {name: free_port(host) for name in listeners}
+    bound = "".join(f",{name}://{host}:{p}" for name, p in extra.items())
     settings = {
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.voters": f"1@{host}:{controller_port}",
-        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}{bound}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}{bound}",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        + "".join(f",{name}:{protocol}" for name, protocol in listeners.items()),
         "log.dirs": str(data_dir),
         **FAST_SETTINGS,
         **overrides,
@@ -266,7 +290,8 @@ def _start(work_dir: Path, overrides: Mapping[str, str], host: str, start_timeou
     _write_properties(props, settings)
 
     started = time.monotonic()
-    kafka_tool("kafka-storage", "format", "--cluster-id", random_cluster_id(), "--config", str(props))
+    scram = [arg for value in add_scram for arg in ("--add-scram", value)]
+    kafka_tool("kafka-storage", "format", "--cluster-id", random_cluster_id(), "--config", str(props), *scram)
     cmd = java_command(
         "kafka.Kafka",
         str(props),
@@ -288,6 +313,7 @@ def _start(work_dir: Path, overrides: Mapping[str, str], host: str, start_timeou
         process=process,
         start_seconds=0.0,
         settings=settings,
+        listener_ports=extra,
     )
     deadline = started + start_timeout
     problem = ""

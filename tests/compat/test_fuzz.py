@@ -20,10 +20,12 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest
+from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
 
 from harness.ebb_broker import EbbBroker
 from tests.compat.clients import CLIENTS
+from tests.compat.conftest import SecureBroker
 from tests.compat.wire import Wire
 
 KEEP = "fuzz-keep"
@@ -183,8 +185,8 @@ SEEDS = _seeds()
 
 
 @st.composite
-def mutated_frames(draw: st.DrawFn) -> bytes:
-    frame = bytearray(draw(st.sampled_from(SEEDS)))
+def mutated_frames(draw: st.DrawFn, seeds: list[bytes] | None = None) -> bytes:
+    frame = bytearray(draw(st.sampled_from(seeds or SEEDS)))
     for _ in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(["flip", "truncate", "insert", "size"]))
         if kind == "flip" and len(frame) > 4:
@@ -240,3 +242,55 @@ def test_mutated_frames_do_not_hurt_the_broker(broker: EbbBroker) -> None:
         observer.close()
         c.close()
     assert broker.alive()
+
+
+def _sasl_seeds() -> list[bytes]:
+    w = Wire.__new__(Wire)
+    w.correlation = 0
+    A = SaslAuthenticateRequest
+    return [
+        w.frame(SaslHandshakeRequest[1](mechanism="SCRAM-SHA-512"), 1),
+        w.frame(SaslHandshakeRequest[1](mechanism="PLAIN"), 1),
+        w.frame(A[0](auth_bytes=b"n,,n=admin,r=fyko+d2lbbFgONRv9qkxdawL"), 0),
+        w.frame(A[2](auth_bytes=b"n,,n=admin,r=fyko+d2lbbFgONRv9qkxdawL"), 2),
+        w.frame(
+            A[1](auth_bytes=b"c=biws,r=fyko+d2lbbFgONRv9qkxdawLabc,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgs"), 1
+        ),
+        w.frame(A[2](auth_bytes=b"\0admin\0admin-secret"), 2),
+        w.frame(ApiVersionsRequest[3](client_software_name="fuzz", client_software_version="1"), 3),
+    ]
+
+
+SASL_SEEDS = _sasl_seeds()
+
+
+def test_mutated_sasl_frames_do_not_hurt_the_broker(secure_broker: SecureBroker) -> None:
+    """Each example opens a SASL_PLAINTEXT connection, starts a valid handshake (SCRAM-SHA-512 or PLAIN),
+    then sends a mutated handshake or authenticate frame: none crashes the broker, and an authenticated
+    client is served afterwards."""
+    b = secure_broker.broker
+    port = b.listener_ports["SASL_PLAINTEXT"]
+    handshakes = SASL_SEEDS[:2]
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(first=st.sampled_from([b"", *handshakes]), frame=mutated_frames(SASL_SEEDS))
+    def send(first: bytes, frame: bytes) -> None:
+        s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        try:
+            s.sendall(first + frame)
+            s.shutdown(socket.SHUT_WR)
+            s.settimeout(0.5)
+            try:
+                while s.recv(65536):
+                    pass
+            except (TimeoutError, ConnectionError):
+                pass
+        finally:
+            s.close()
+        assert b.alive()
+
+    send()
+    c = secure_broker.client("confluent-kafka", "SASL_PLAINTEXT", "admin")
+    c.create_topic("fuzz-sasl-after")
+    c.produce("fuzz-sasl-after", [(None, b"still served")])
+    assert [r.value for r in c.consume("fuzz-sasl-after", 1)] == [b"still served"]

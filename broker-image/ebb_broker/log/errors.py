@@ -68,3 +68,7 @@ class CorruptCheckpointError(LogError):
 
 class InvalidPartitionsError(LogError):
     """create_partitions with a count that does not grow the topic (INVALID_PARTITIONS)."""
+
+
+class PartitionLimitError(LogError):
+    """Creating partitions past max.partitions or the descriptor limit (POLICY_VIOLATION); nothing written."""

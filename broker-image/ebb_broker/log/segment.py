@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ebb_broker.log import files
 from ebb_broker.log.errors import CorruptIndexError, CorruptRecordError
+from ebb_broker.log.file_handles import LazyFile
 from ebb_broker.log.offset_index import OffsetIndex
 from ebb_broker.log.records import (
     CRC_START,
@@ -60,9 +61,10 @@ class Segment:
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.temp = temp
-        self.log_path = files.segment_file(directory, base_offset, files.LOG_SUFFIX, temp)
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self._fd).st_size
+        # Opened on demand through the process's bounded descriptor cache (file_handles).
+        self._file = LazyFile(files.segment_file(directory, base_offset, files.LOG_SUFFIX, temp))
+        with self._file as fd:
+            self.size = os.fstat(fd).st_size
         self.created_ms = created_ms
         self._index_args = (max_index_size,)
         self.offset_index, self.time_index = self._open_indexes()
@@ -165,7 +167,8 @@ class Segment:
             valid_end = pos
         truncated = self.size - valid_end
         if truncated:
-            os.ftruncate(self._fd, valid_end)
+            with self._file as fd:
+                os.ftruncate(fd, valid_end)
             self.size = valid_end
             self.offset_index.truncate_to(self.next_offset)
             self.time_index.truncate_to(self.next_offset)
@@ -179,7 +182,8 @@ class Segment:
         return truncated
 
     def _valid_header_at(self, pos: int, *, check_crc: bool) -> BatchHeader | None:
-        raw = os.pread(self._fd, HEADER_SIZE, pos)
+        with self._file as fd:
+            raw = os.pread(fd, HEADER_SIZE, pos)
         if len(raw) < HEADER_SIZE:
             return None
         header = read_header(raw)
@@ -192,7 +196,8 @@ class Segment:
         if header.last_offset_delta < 0:
             return None
         if check_crc:
-            body = os.pread(self._fd, header.size - CRC_START, pos + CRC_START)
+            with self._file as fd:
+                body = os.pread(fd, header.size - CRC_START, pos + CRC_START)
             if crc32c(body) != header.crc:
                 return None
         return header
@@ -202,7 +207,8 @@ class Segment:
     def append(self, buffers: Sequence[bytes | memoryview], batches: Sequence[BatchInfo]) -> None:
         """Write stamped batches at the end of the .log and index them sparsely."""
         pos = self.size
-        _pwritev_all(self._fd, buffers, pos)
+        with self._file as fd:
+            _pwritev_all(fd, buffers, pos)
         for b in batches:
             if b.max_timestamp > self.max_timestamp_so_far:
                 self.max_timestamp_so_far = b.max_timestamp
@@ -250,7 +256,8 @@ class Segment:
     # -- reads ----------------------------------------------------------------------------------------------
 
     def read_header_at(self, pos: int) -> BatchHeader:
-        return read_header(os.pread(self._fd, HEADER_SIZE, pos))
+        with self._file as fd:
+            return read_header(os.pread(fd, HEADER_SIZE, pos))
 
     def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >= ``offset`` (None past the end)."""
@@ -285,7 +292,8 @@ class Segment:
         end = self.size if end is None else end
         pos = start
         while pos < end:
-            chunk = os.pread(self._fd, min(_READ_CHUNK, end - pos), pos)
+            with self._file as fd:
+                chunk = os.pread(fd, min(_READ_CHUNK, end - pos), pos)
             view = memoryview(chunk)
             i = 0
             while i + HEADER_SIZE <= len(chunk):
@@ -298,7 +306,9 @@ class Segment:
                 header = self.read_header_at(pos)
                 if header.size <= 0 or pos + header.size > end:
                     raise CorruptRecordError(f"{self.log_path}: torn batch at byte {pos}")
-                yield pos, header, os.pread(self._fd, header.size, pos)
+                with self._file as fd:
+                    whole = os.pread(fd, header.size, pos)
+                yield pos, header, whole
                 i = header.size
             pos += i
 
@@ -323,11 +333,12 @@ class Segment:
         """Max record timestamp, or the file's mtime when the segment has none (Kafka)."""
         if self.max_timestamp_so_far >= 0:
             return self.max_timestamp_so_far
-        return int(os.fstat(self._fd).st_mtime * 1000)
+        return self.last_modified_ms
 
     @property
     def last_modified_ms(self) -> int:
-        return int(os.fstat(self._fd).st_mtime * 1000)
+        with self._file as fd:
+            return int(os.fstat(fd).st_mtime * 1000)
 
     def set_last_modified(self, ms: int) -> None:
         os.utime(self.log_path, ns=(ms * 1_000_000, ms * 1_000_000))
@@ -335,15 +346,14 @@ class Segment:
     # -- files ----------------------------------------------------------------------------------------------
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        with self._file as fd:
+            os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
 
     def change_temp_suffix(self, temp: str) -> None:
         """Rename every file of the segment to carry ``temp`` ('' = live name)."""
-        new_log = files.segment_file(self.directory, self.base_offset, files.LOG_SUFFIX, temp)
-        self.log_path.replace(new_log)
-        self.log_path = new_log
+        self._file.rename(files.segment_file(self.directory, self.base_offset, files.LOG_SUFFIX, temp))
         self.offset_index.rename_to(
             files.segment_file(self.directory, self.base_offset, files.INDEX_SUFFIX, temp)
         )
@@ -353,9 +363,7 @@ class Segment:
         self.temp = temp
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._file.close()
         self.offset_index.close()
         self.time_index.close()
 
@@ -366,6 +374,10 @@ class Segment:
 
     def paths(self) -> list[Path]:
         return [self.log_path, self.offset_index.path, self.time_index.path]
+
+    @property
+    def log_path(self) -> Path:
+        return self._file.path
 
     def __repr__(self) -> str:
         return f"Segment({self.base_offset}, size={self.size}, next={self.next_offset}{self.temp})"

@@ -8,14 +8,33 @@ from collections.abc import Callable
 from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError
 
 from ebb_broker.log.errors import LogError
+from ebb_broker.protocol.authz import (
+    CLUSTER,
+    CLUSTER_AUTHORIZATION_FAILED,
+    TOPIC,
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed,
+)
 from ebb_broker.protocol.configs import RESOURCE_BROKER, RESOURCE_TOPIC, render, topic_overrides
-from ebb_broker.protocol.context import Broker
+from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.errors import error_code
+from ebb_broker.security.acl import AclOperation
 
 log = logging.getLogger(__name__)
 
 # (current overrides, effective configs as strings) -> the new overrides
 Change = Callable[[dict[str, str], dict[str, str]], dict[str, str]]
+
+
+def config_refusal(
+    ctx: RequestContext, op: AclOperation, resource_type: int, name: str
+) -> tuple[int, str] | None:
+    """DESCRIBE_CONFIGS / ALTER_CONFIGS on the TOPIC (29) or, for a broker resource, the CLUSTER (31)."""
+    if resource_type == RESOURCE_TOPIC and not allowed(ctx, op, TOPIC, name):
+        return TOPIC_AUTHORIZATION_FAILED, f"{op.name} on the topic is not allowed"
+    if resource_type == RESOURCE_BROKER and not allowed(ctx, op, CLUSTER):
+        return CLUSTER_AUTHORIZATION_FAILED, f"{op.name} on the cluster is not allowed"
+    return None
 
 
 def apply_topic_overrides(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from ebb_broker.config import BrokerConfig
+from ebb_broker.config import SENSITIVE_KEYS, BrokerConfig
 from ebb_broker.log.log_config import LogConfig
 from ebb_broker.protocol.context import Broker
 
@@ -80,9 +80,18 @@ def describe_topic(broker: Broker, topic: str) -> list[tuple[str, Any, ConfigSou
     return out
 
 
+def is_sensitive(key: str) -> bool:
+    """Kafka's PASSWORD-type configs: DescribeConfigs shows them with a null value."""
+    return key in SENSITIVE_KEYS
+
+
 def describe_broker(config: BrokerConfig) -> list[tuple[str, Any, ConfigSource]]:
     explicit = {BrokerConfig.model_fields[f].alias or f for f in config.model_fields_set}
     return [
-        (key, value, ConfigSource.STATIC_BROKER_CONFIG if key in explicit else ConfigSource.DEFAULT_CONFIG)
+        (
+            key,
+            None if is_sensitive(key) else value,
+            ConfigSource.STATIC_BROKER_CONFIG if key in explicit else ConfigSource.DEFAULT_CONFIG,
+        )
         for key, value in sorted(config.to_props().items())
     ]

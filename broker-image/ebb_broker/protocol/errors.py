@@ -24,6 +24,7 @@ _CODES: list[tuple[type[Exception], int]] = [
     (L.InvalidConfigError, E.InvalidConfigurationError.errno),
     (L.InvalidPartitionsError, E.InvalidPartitionsError.errno),
     (L.UnsupportedFeatureError, E.InvalidRequestError.errno),
+    (L.PartitionLimitError, E.PolicyViolationError.errno),
 ]
 
 

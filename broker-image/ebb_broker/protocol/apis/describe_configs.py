@@ -3,8 +3,11 @@
 Behaviour:
 - Topics (resource type 2): every topic config of the engine with its effective value, source
   and type; named keys restrict the list. Brokers (type 4, this broker's id or ""): the static
-  broker configs. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, other resource types
+  broker configs (passwords and private keys with a null value and is_sensitive, as Kafka's
+  PASSWORD type). Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, other resource types
   INVALID_REQUEST, each in its own result.
+- Needs DESCRIBE_CONFIGS on the TOPIC (else TOPIC_AUTHORIZATION_FAILED) or, for a broker, the
+  CLUSTER (else CLUSTER_AUTHORIZATION_FAILED), per resource.
 - Synonyms: the value's own source only (Kafka lists the whole synonym chain).
 
 Version notes:
@@ -18,12 +21,15 @@ from typing import Any
 
 from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError
 
+from ebb_broker.protocol.alter import config_refusal
+from ebb_broker.protocol.authz import Op
 from ebb_broker.protocol.configs import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
     config_type,
     describe_broker,
     describe_topic,
+    is_sensitive,
     render,
 )
 from ebb_broker.protocol.context import RequestContext
@@ -41,7 +47,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for res in request.resources:
         entries: list[tuple[str, Any, Any]] | None = None
         err, msg = 0, None
-        if res.resource_type == RESOURCE_TOPIC:
+        refused = config_refusal(ctx, Op.DESCRIBE_CONFIGS, res.resource_type, res.resource_name)
+        if refused is not None:
+            err, msg = refused
+        elif res.resource_type == RESOURCE_TOPIC:
             if res.resource_name in broker.logs.topics():
                 entries = describe_topic(broker, res.resource_name)
             else:
@@ -61,7 +70,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 read_only=res.resource_type == RESOURCE_BROKER,
                 config_source=int(src),
                 is_default=src == 5,
-                is_sensitive=False,
+                is_sensitive=is_sensitive(k),
                 synonyms=[C.DescribeConfigsSynonym(name=k, value=render(v), source=int(src))]
                 if request.include_synonyms
                 else [],

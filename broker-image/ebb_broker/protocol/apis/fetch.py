@@ -12,6 +12,7 @@ Behaviour:
 - Sessions (KIP-227) are not created: session id 0 in the response tells the client to keep
   sending full fetch requests, which every client supports.
 - read_committed equals read_uncommitted: there are no transactions, so LSO = high watermark.
+- Needs READ on each TOPIC (else its partitions TOPIC_AUTHORIZATION_FAILED, no records).
 
 Version notes:
 - v4: isolation level, last stable offset, aborted transactions (always empty).
@@ -28,6 +29,7 @@ from typing import Any
 from kafka.errors import UnknownTopicOrPartitionError
 
 from ebb_broker.log.errors import LogError
+from ebb_broker.protocol.authz import TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, denied
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
@@ -43,6 +45,7 @@ def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int, list[F
     T = cls.FetchableTopicResponse
     P = T.PartitionData
     topics = broker.logs.topics()
+    unreadable = denied(ctx, Op.READ, TOPIC, (t.topic for t in request.topics))
     budget = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
     total = 0
     responses = []
@@ -51,7 +54,9 @@ def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int, list[F
         parts = []
         for p in t.partitions:
             err, hw, start, records, size = 0, -1, -1, b"", 0
-            if not has_partition(topics, t.topic, p.partition):
+            if t.topic in unreadable:
+                err = TOPIC_AUTHORIZATION_FAILED
+            elif not has_partition(topics, t.topic, p.partition):
                 err = UnknownTopicOrPartitionError.errno
             else:
                 plog = broker.logs.get_log(t.topic, p.partition)

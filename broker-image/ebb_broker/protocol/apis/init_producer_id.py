@@ -4,6 +4,9 @@ Behaviour:
 - Idempotent producers (null transactional id) get a fresh producer id with epoch 0; ids are
   never reused across restarts (see coordinator/producer_ids.py).
 - A producer re-initialising with its current id and epoch (v3+, KIP-360) gets the epoch bumped.
+- Authorization: WRITE on the TRANSACTIONAL_ID (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an
+  idempotent producer needs IDEMPOTENT_WRITE on the CLUSTER or WRITE on any TOPIC (KIP-679; else
+  CLUSTER_AUTHORIZATION_FAILED).
 - A transactional id is refused with INVALID_REQUEST: transactions are not implemented.
 
 Version notes:
@@ -17,6 +20,16 @@ from typing import Any
 
 from kafka.errors import InvalidRequestError
 
+from ebb_broker.protocol.authz import (
+    CLUSTER,
+    CLUSTER_AUTHORIZATION_FAILED,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    Op,
+    allowed,
+    allowed_on_any,
+)
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 
@@ -24,7 +37,21 @@ API_KEY = 22
 _MAX_EPOCH = 32767
 
 
+def _refused(ctx: RequestContext, transactional_id: str | None) -> int:
+    """WRITE on the TRANSACTIONAL_ID; an idempotent producer needs IDEMPOTENT_WRITE on the CLUSTER or
+    WRITE on any TOPIC (KIP-679), as Kafka's KafkaApis."""
+    if transactional_id is not None:
+        ok = allowed(ctx, Op.WRITE, TRANSACTIONAL_ID, transactional_id)
+        return 0 if ok else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if allowed(ctx, Op.IDEMPOTENT_WRITE, CLUSTER) or allowed_on_any(ctx, Op.WRITE, TOPIC):
+        return 0
+    return CLUSTER_AUTHORIZATION_FAILED
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    refused = _refused(ctx, request.transactional_id)
+    if refused:
+        return ctx.response(throttle_time_ms=0, error_code=refused, producer_id=-1, producer_epoch=-1)
     if request.transactional_id is not None:
         return ctx.response(
             throttle_time_ms=0, error_code=InvalidRequestError.errno, producer_id=-1, producer_epoch=-1

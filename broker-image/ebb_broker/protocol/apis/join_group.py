@@ -6,6 +6,7 @@ Behaviour:
 - The response waits until every known member has rejoined or the rebalance timeout passes;
   members that did not rejoin by then are removed.
 - The leader receives every member's metadata for the chosen protocol; followers get none.
+- Needs READ on the GROUP (else GROUP_AUTHORIZATION_FAILED, the whole response).
 
 Version notes:
 - v1: rebalance timeout (session timeout used before it, as Kafka does).
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ebb_broker.protocol.authz import GROUP, GROUP_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 
@@ -25,6 +27,8 @@ API_KEY = 11
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not allowed(ctx, Op.READ, GROUP, request.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED)
     result = await ctx.broker.groups.join(
         group_id=request.group_id,
         member_id=request.member_id or "",

@@ -5,7 +5,7 @@ Behaviour:
   watermark, -3 (MAX_TIMESTAMP, KIP-734) the offset of the largest timestamp; any other
   timestamp the first offset whose timestamp is at or after it (the time index), or offset -1
   and timestamp -1 when no record is that recent.
-- Errors are per partition.
+- Errors are per partition. Needs DESCRIBE on each TOPIC (else TOPIC_AUTHORIZATION_FAILED).
 
 Version notes:
 - v1: single offset and timestamp (v0's offset arrays are not advertised).
@@ -20,6 +20,7 @@ from typing import Any
 from kafka.errors import UnknownTopicOrPartitionError
 
 from ebb_broker.log.errors import LogError
+from ebb_broker.protocol.authz import TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, denied
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
@@ -34,12 +35,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
     T = cls.ListOffsetsTopicResponse
     P = T.ListOffsetsPartitionResponse
+    hidden = denied(ctx, Op.DESCRIBE, TOPIC, (t.name for t in request.topics))
     out = []
     for t in request.topics:
         parts = []
         for p in t.partitions:
             err, offset, ts = 0, -1, -1
-            if not has_partition(topics, t.name, p.partition_index):
+            if t.name in hidden:
+                err = TOPIC_AUTHORIZATION_FAILED
+            elif not has_partition(topics, t.name, p.partition_index):
                 err = UnknownTopicOrPartitionError.errno
             else:
                 try:

@@ -9,6 +9,9 @@ Behaviour:
   before the response; durability follows log.flush.interval.messages like Kafka).
 - Unknown topics answer UNKNOWN_TOPIC_OR_PARTITION (clients create them through Metadata).
 - Transactional produce is refused with INVALID_REQUEST: transactions are not implemented.
+- Authorization (Kafka's KafkaApis): WRITE on the TRANSACTIONAL_ID of a transactional request (else
+  every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each TOPIC (else its partitions
+  TOPIC_AUTHORIZATION_FAILED, nothing appended); no IDEMPOTENT_WRITE check (KIP-679).
 
 Version notes:
 - v2: log append time. v3: transactional id, v2 batches only. v5: log start offset.
@@ -23,6 +26,15 @@ from typing import Any
 from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError, UnsupportedVersionError
 
 from ebb_broker.log.errors import LogError
+from ebb_broker.protocol.authz import (
+    TOPIC,
+    TOPIC_AUTHORIZATION_FAILED,
+    TRANSACTIONAL_ID,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    Op,
+    allowed,
+    denied,
+)
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
@@ -40,9 +52,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     refuse: tuple[int, str] | None = None
     if ctx.api_version < FIRST_SERVED_VERSION:
         refuse = (UnsupportedVersionError.errno, "Produce v0-2 (message format v0/v1) is not supported")
+    elif request.transactional_id is not None and not allowed(
+        ctx, Op.WRITE, TRANSACTIONAL_ID, request.transactional_id
+    ):
+        refuse = (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "WRITE on the transactional id is not allowed")
     elif request.transactional_id is not None:
         refuse = (InvalidRequestError.errno, "transactions are not supported by ebb-broker")
     topics = broker.logs.topics()
+    unwritable = denied(ctx, Op.WRITE, TOPIC, (t.name for t in request.topic_data))
     responses = []
     appended = False
     for t in request.topic_data:
@@ -51,6 +68,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             err, msg, base, append_time, start = 0, None, -1, -1, -1
             if refuse is not None:
                 err, msg = refuse
+            elif t.name in unwritable:
+                err = TOPIC_AUTHORIZATION_FAILED
             elif not has_partition(topics, t.name, p.index):
                 err = UnknownTopicOrPartitionError.errno
             else:

@@ -4,6 +4,7 @@ Behaviour:
 - The leader's request carries every member's assignment; it is stored in `__consumer_offsets`
   (GroupMetadataValue) before the group becomes Stable and the followers' requests return.
 - Followers wait for the leader; a new rebalance answers them with REBALANCE_IN_PROGRESS.
+- Needs READ on the GROUP (else GROUP_AUTHORIZATION_FAILED, the whole response).
 
 Version notes:
 - v3: group instance id. v4: flexible. v5: protocol type and name (echoed back).
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ebb_broker.protocol.authz import GROUP, GROUP_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 
@@ -20,6 +22,8 @@ API_KEY = 14
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not allowed(ctx, Op.READ, GROUP, request.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED)
     error, assignment = await ctx.broker.groups.sync(
         group_id=request.group_id,
         generation=request.generation_id,

@@ -12,6 +12,7 @@ from ebb_broker.log.checkpoint import read_offsets
 from ebb_broker.log.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
+    PartitionLimitError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -193,3 +194,31 @@ def test_corrupt_checkpoints(manager, tmp_path: Path) -> None:  # type: ignore[n
     (data / "log-start-offset-checkpoint").write_text("0\n1\nt 0\n")
     with pytest.raises(CorruptCheckpointError, match="malformed line"):
         manager()
+
+
+def test_partition_limits_refuse_before_anything_is_written(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    mgr = manager(max_partitions=5)
+    mgr.create_topic("a", 3, {})
+    before = (tmp_path / "data" / "ebb-topics.json").read_text()
+    with pytest.raises(PartitionLimitError, match=r"max\.partitions"):
+        mgr.create_topic("b", 3, {})
+    with pytest.raises(PartitionLimitError, match=r"max\.partitions"):
+        mgr.create_partitions("a", 6)
+    assert (tmp_path / "data" / "ebb-topics.json").read_text() == before
+    assert not (tmp_path / "data" / "b-0").exists()
+    assert not (tmp_path / "data" / "a-3").exists()
+    mgr.create_partitions("a", 5)
+    assert mgr.partition_count() == 5
+
+
+def test_a_stored_override_refused_today_does_not_stop_a_restart(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    mgr = manager()
+    mgr.create_topic("t", 1, {"retention.ms": "60000", "segment.ms": "1000"})
+    mgr.close()
+    path = tmp_path / "data" / "ebb-topics.json"
+    doc = json.loads(path.read_text())
+    doc["topics"]["t"]["config"]["retention.ms"] = "99999999999999999999999"  # what an older version took
+    path.write_text(json.dumps(doc))
+    again = manager()
+    assert again.topics()["t"].overrides == {"segment.ms": "1000"}
+    assert again.topic_config("t").retention_ms == 7 * 24 * 3_600_000
