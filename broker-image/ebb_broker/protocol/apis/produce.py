@@ -3,8 +3,14 @@
 Behaviour:
 - v0-2 are advertised and answered with UNSUPPORTED_VERSION per partition, as Kafka 4 does
   (KAFKA-18659): librdkafka before 2.11.1 drops compression unless Produce v0 is advertised.
-- Batches are handed to the engine as received (opaque bytes: it validates header and CRC-32C,
-  stamps offsets, checks idempotent sequences); errors are per partition.
+- Each partition's batch goes to the engine, which validates it record by record as Kafka's
+  LogValidator does (one batch per partition, CRC-32C, count, record structure, offset deltas, keys
+  on compacted topics, timestamps against message.timestamp.{before,after}.max.ms, bounded
+  decompression), assigns the offsets itself, applies the topic's compression.type and checks
+  idempotent sequences; errors are per partition.
+- Refused records are named (KIP-467): INVALID_RECORD or INVALID_TIMESTAMP with `record_errors`
+  (batch index and message per culprit record) and an `error_message`; other refusals carry an
+  `error_message` too.
 - acks=0 gets no response. acks=1 and acks=-1 are the same on one node (the append is done
   before the response; durability follows log.flush.interval.messages like Kafka).
 - Unknown topics answer UNKNOWN_TOPIC_OR_PARTITION (clients create them through Metadata).
@@ -12,7 +18,7 @@ Behaviour:
 
 Version notes:
 - v2: log append time. v3: transactional id, v2 batches only. v5: log start offset.
-- v8: record errors and error message. v9: flexible. v10-12: current leader / node endpoints
+- v8: record errors and error message (KIP-467). v9: flexible. v10-12: current leader / node endpoints
   (tagged, left empty). v13 (topic ids) is not advertised.
 """
 
@@ -22,7 +28,7 @@ from typing import Any
 
 from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError, UnsupportedVersionError
 
-from ebb_broker.log.errors import LogError
+from ebb_broker.log.errors import LogError, RecordValidationError
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
@@ -49,6 +55,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         parts = []
         for p in t.partition_data:
             err, msg, base, append_time, start = 0, None, -1, -1, -1
+            record_errors: list[Any] = []
             if refuse is not None:
                 err, msg = refuse
             elif not has_partition(topics, t.name, p.index):
@@ -58,6 +65,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     info = broker.logs.get_log(t.name, p.index).append(p.records or b"")
                     base, append_time, start = info.base_offset, info.log_append_time, info.log_start_offset
                     appended = True
+                except RecordValidationError as exc:  # KIP-467: name the refused records
+                    err, msg = error_code(exc), str(exc)
+                    record_errors = [
+                        P.BatchIndexAndErrorMessage(
+                            batch_index=e.batch_index, batch_index_error_message=e.message
+                        )
+                        for e in exc.record_errors
+                    ]
                 except LogError as exc:
                     err, msg = error_code(exc), str(exc)
             parts.append(
@@ -67,7 +82,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     base_offset=base,
                     log_append_time_ms=append_time,
                     log_start_offset=start,
-                    record_errors=[],
+                    record_errors=record_errors,
                     error_message=msg,
                 )
             )

@@ -15,6 +15,7 @@ from ebb_broker.log.errors import (
     OutOfOrderSequenceError,
     PolicyViolationError,
     RecordTooLargeError,
+    RecordValidationError,
     UnsupportedFeatureError,
 )
 from ebb_broker.log.records import NewRecord, Record, build_batch, encode_batch, read_header, validate_batch
@@ -35,10 +36,14 @@ def test_append_assigns_offsets_and_hw_follows_leo(make_log) -> None:  # type: i
     lg = make_log()
     info = lg.append(batch(b"a", b"b", b"c"))
     assert (info.base_offset, info.last_offset, info.log_append_time) == (0, 2, -1)
-    info = lg.append(batch(b"d") + batch(b"e", b"f"))  # two batches in one request
-    assert (info.base_offset, info.last_offset) == (3, 5)
-    assert lg.high_watermark == lg.log_end_offset == 6
-    assert [v for _o, _k, v in read_all(lg)] == [b"a", b"b", b"c", b"d", b"e", b"f"]
+    info = lg.append(batch(b"d", b"e"))
+    assert (info.base_offset, info.last_offset) == (3, 4)
+    assert lg.high_watermark == lg.log_end_offset == 5
+    assert [v for _o, _k, v in read_all(lg)] == [b"a", b"b", b"c", b"d", b"e"]
+    # Produce v3+ carries exactly one batch per partition (Kafka's ProduceRequest.validateRecords).
+    with pytest.raises(InvalidRecordError, match="exactly one record batch"):
+        lg.append(batch(b"f") + batch(b"g"))
+    assert lg.log_end_offset == 5
 
 
 def test_produced_bytes_are_stored_unchanged_but_for_the_offset(make_log) -> None:  # type: ignore[no-untyped-def]
@@ -68,8 +73,10 @@ def test_bad_input_is_refused_and_nothing_is_written(make_log) -> None:  # type:
     corrupt = bytearray(batch(b"bad"))
     corrupt[-1] ^= 0xFF
     with pytest.raises(CorruptRecordError, match="CRC"):
-        lg.append(good + bytes(corrupt))
-    with pytest.raises(CorruptRecordError):
+        lg.append(bytes(corrupt))
+    with pytest.raises(CorruptRecordError, match="claims length"):
+        lg.append(good[:-2])
+    with pytest.raises(InvalidRecordError, match="exactly one record batch"):
         lg.append(good + b"\x00\x01")
     with pytest.raises(RecordTooLargeError, match=r"max\.message\.bytes"):
         lg.append(batch(b"x" * 600))
@@ -81,8 +88,10 @@ def test_bad_input_is_refused_and_nothing_is_written(make_log) -> None:  # type:
 
 def test_compacted_topic_refuses_keyless_records(make_log) -> None:  # type: ignore[no-untyped-def]
     lg = make_log(cleanup_policy="compact")
-    with pytest.raises(InvalidRecordError, match="without key"):
+    with pytest.raises(RecordValidationError, match="without key") as refused:
         lg.append(batch(b"v", key=None))
+    assert isinstance(refused.value.cause, InvalidRecordError)
+    assert [e.batch_index for e in refused.value.record_errors] == [0]
     lg.append(batch(b"v", key=b"k"))
     assert lg.log_end_offset == 1
 
@@ -92,7 +101,13 @@ def test_idempotent_producer_dedup_sequence_and_epoch(make_log) -> None:  # type
 
     def produce(seq: int, epoch: int = 0, n: int = 2) -> object:
         return lg.append(
-            build_batch([NewRecord(b"k", b"v")] * n, producer_id=7, producer_epoch=epoch, base_sequence=seq)
+            build_batch(
+                [NewRecord(b"k", b"v")] * n,
+                producer_id=7,
+                producer_epoch=epoch,
+                base_sequence=seq,
+                timestamp_ms=T0,
+            )
         )
 
     first = produce(0)

@@ -15,7 +15,7 @@ from ebb_broker.log.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
-from tests.unit.broker.log.log_helpers import Clock, batch, read_all
+from tests.unit.broker.log.log_helpers import T0, Clock, batch, read_all
 
 
 def test_create_get_and_persist_topics(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -159,7 +159,9 @@ def test_idempotent_producer_state_survives_restart(manager) -> None:  # type: i
     from ebb_broker.log.records import NewRecord, build_batch
 
     def produce(seq: int) -> bytes:
-        return build_batch([NewRecord(b"k", b"v")] * 3, producer_id=11, producer_epoch=0, base_sequence=seq)
+        return build_batch(
+            [NewRecord(b"k", b"v")] * 3, producer_id=11, producer_epoch=0, base_sequence=seq, timestamp_ms=T0
+        )
 
     mgr = manager()
     mgr.create_topic("t", 1, {})
