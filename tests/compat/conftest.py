@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,24 @@ def client(client_cls: type[Client], broker: EbbBroker) -> Iterator[Client]:
 @pytest.fixture
 def topic() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@dataclass(frozen=True)
+class Side:
+    """One of the two brokers a side-by-side test runs against, with the same assertions."""
+
+    name: str
+    bootstrap: str
+
+    @property
+    def is_ebb(self) -> bool:
+        return self.name == "ebb-broker"
+
+
+@pytest.fixture(params=["ebb-broker", "apache-kafka"])
+def side(request: pytest.FixtureRequest) -> Side:
+    """The shared ebb-broker, then the shared Apache Kafka 4.3.1: where a behaviour is Kafka's, a test
+    taking `side` asserts it on both."""
+    if request.param == "ebb-broker":
+        return Side("ebb-broker", request.getfixturevalue("broker").bootstrap)
+    return Side("apache-kafka", request.getfixturevalue("apache_kafka_broker").bootstrap_servers)

@@ -397,7 +397,7 @@ def _record_fields(data: bytes, pos: int, count: int) -> list[tuple[int, int]]:
 
 
 def keyless_record_errors(data: bytes, pos: int, count: int, topic_partition: str) -> list[RecordError]:
-    message = f"Compacted topic cannot accept message without key in topic partition {topic_partition}."
+    message = f"Compacted topic cannot accept message without key in topic partition {topic_partition}"
     return [
         RecordError(i, message) for i, (_ts, klen) in enumerate(_record_fields(data, pos, count)) if klen < 0
     ]

@@ -14,7 +14,6 @@ import tracemalloc
 import zlib
 
 import cramjam
-import google_crc32c
 import lz4.frame
 import pytest
 import zstandard
@@ -33,7 +32,6 @@ from ebb_broker.log.errors import (
 )
 from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.records import (
-    HEADER,
     NewRecord,
     build_batch,
     decode_records,
@@ -41,71 +39,10 @@ from ebb_broker.log.records import (
     validate_batch,
 )
 from ebb_broker.log.validator import AppendOrigin, ValidatedBatch, validate_records
+from tests.record_batches import NOW, raw_batch, record, varint, zstd_zeros
 
-NOW = 1_700_000_000_000
 DEFAULT = LogConfig.parse({})
 COMPACTED = LogConfig.parse({"cleanup.policy": "compact"})
-
-
-def varint(value: int) -> bytes:
-    """A zig-zag varint, as the record format writes lengths and deltas."""
-    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def record(
-    offset_delta: int,
-    key: bytes | None = b"k",
-    value: bytes | None = b"v",
-    ts_delta: int = 0,
-    headers: bytes = varint(0),
-    length: int | None = None,
-) -> bytes:
-    """One record; ``length`` overrides the true length prefix."""
-    body = b"\x00" + varint(ts_delta) + varint(offset_delta)
-    body += varint(-1) if key is None else varint(len(key)) + key
-    body += varint(-1) if value is None else varint(len(value)) + value
-    body += headers
-    return varint(len(body) if length is None else length) + body
-
-
-def raw_batch(
-    section: bytes,
-    count: int,
-    *,
-    last_offset_delta: int | None = None,
-    attributes: int = 0,
-    base_ts: int = NOW,
-    max_ts: int | None = None,
-    producer_id: int = -1,
-    base_sequence: int = -1,
-) -> bytes:
-    """A batch around an arbitrary records section, with a correct length and CRC-32C."""
-    head = bytearray(
-        HEADER.pack(
-            0,
-            49 + len(section),
-            0,
-            2,
-            0,
-            attributes,
-            count - 1 if last_offset_delta is None else last_offset_delta,
-            base_ts,
-            base_ts if max_ts is None else max_ts,
-            producer_id,
-            0,
-            base_sequence,
-            count,
-        )
-    )
-    crc = google_crc32c.extend(google_crc32c.value(bytes(head[21:])), section)
-    struct.pack_into(">I", head, 17, crc)
-    return bytes(head) + section
 
 
 def validate(raw: bytes, config: LogConfig = DEFAULT, **kw: object) -> ValidatedBatch:
@@ -268,7 +205,7 @@ def test_keyless_records_on_a_compacted_topic_are_named() -> None:
     assert isinstance(err.cause, InvalidRecordError)
     assert [e.batch_index for e in err.record_errors] == sorted(bad)
     assert all(
-        e.message == "Compacted topic cannot accept message without key in topic partition t-0."
+        e.message == "Compacted topic cannot accept message without key in topic partition t-0"
         for e in err.record_errors
     )
     assert str(err).startswith("One or more records have been rejected due to 10 record errors in total")
@@ -362,14 +299,6 @@ def test_compression_levels_are_kafka_configs() -> None:
 # -- decompression bombs -------------------------------------------------------------------------------
 
 
-def _zeros_zstd(mb: int) -> bytes:
-    """A zstd frame of ``mb`` MiB of zeros written as RLE blocks: 4 bytes per 128 KiB (RFC 8878)."""
-    head = b"\x28\xb5\x2f\xfd" + b"\x00" + bytes([17 - 10 << 3])  # no content size, 128 KiB window
-    rle = (1 << 1 | 131072 << 3).to_bytes(3, "little") + b"\x00"  # an RLE block: 128 KiB of zeros
-    last = (1 | 1 << 1 | 131072 << 3).to_bytes(3, "little") + b"\x00"
-    return head + rle * (mb * 8 - 1) + last
-
-
 def _zeros_gzip(mb: int) -> bytes:
     c = zlib.compressobj(1, zlib.DEFLATED, 31)
     return b"".join([*(c.compress(bytes(1 << 20)) for _ in range(mb)), c.flush()])
@@ -388,7 +317,7 @@ def _snappy_claiming_4_gib() -> bytes:
 @pytest.mark.parametrize(
     ("codec", "bomb"),
     [
-        (Compression.ZSTD, lambda: _zeros_zstd(512)),
+        (Compression.ZSTD, lambda: zstd_zeros(512)),
         (Compression.GZIP, lambda: _zeros_gzip(32)),
         (Compression.LZ4, lambda: _zeros_lz4(32)),
         (Compression.SNAPPY, _snappy_claiming_4_gib),
@@ -410,13 +339,13 @@ def test_decompression_bombs_are_refused_without_growing_memory(codec: Compressi
 
 def test_the_zstd_bomb_is_a_real_one() -> None:
     """The hand-made frame above is valid zstd and as large as it says (read in pieces here)."""
-    reader = zstandard.ZstdDecompressor().stream_reader(_zeros_zstd(48))
+    reader = zstandard.ZstdDecompressor().stream_reader(zstd_zeros(48))
     total = 0
     while chunk := reader.read(16 << 20):
         assert chunk == bytes(len(chunk))
         total += len(chunk)
     assert total == 48 << 20
-    assert len(_zeros_zstd(512)) < 17 * 1024  # the bomb below: 16 KiB for 512 MiB
+    assert len(zstd_zeros(512)) < 17 * 1024  # the bomb below: 16 KiB for 512 MiB
 
 
 def test_bounded_decompression_still_reads_what_fits() -> None:
