@@ -309,9 +309,16 @@ class Log:
 
     # -- reads --------------------------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None) -> ReadResult:
+    def read(
+        self, offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_message: bool = True
+    ) -> ReadResult:
         """Whole batches from the one holding ``offset`` (the last slice may end inside a batch, as in
-        Kafka). Out of range below the log start offset or above the high watermark; empty at it."""
+        Kafka). Out of range below the log start offset or above the high watermark; empty at it.
+
+        KIP-74: with ``min_one_message`` the first batch is returned whole even if larger than
+        ``max_bytes``; without it, a first batch larger than ``max_bytes`` gives no records (Kafka's
+        ReplicaManager replaces such an incomplete first entry with an empty one).
+        """
         with self._lock:
             hw, start = self.high_watermark, self._log_start_offset
             if offset < start or offset > hw:
@@ -328,6 +335,11 @@ class Log:
                 if limit < seg.next_offset:
                     found = seg.translate_offset(limit)
                     max_position = found[0] if found is not None else None
+                if not slices and not min_one_message:
+                    first = seg.translate_offset(offset)
+                    too_big = first is not None and first[1].size > remaining
+                    if too_big and first is not None and (max_position is None or first[0] < max_position):
+                        break  # the first batch does not fit: no records rather than part of one
                 got = seg.read(offset, remaining, max_position=max_position, min_one_batch=not slices)
                 if got is None:
                     if max_position is not None:

@@ -341,3 +341,13 @@ def test_read_stops_before_max_offset(make_log) -> None:  # type: ignore[no-unty
     assert lg.read(3, 1 << 20, max_offset=5).slices == []
     whole = lg.read(0, 1 << 20, max_offset=9)
     assert sum(s.length for s in whole.slices) == 3 * read_header(first).size
+
+
+def test_read_without_min_one_message_gives_no_part_of_a_first_batch(make_log) -> None:  # type: ignore[no-untyped-def]
+    """KIP-74: only the first partition with records may exceed the limit by its first batch; for the
+    others Kafka answers no records rather than an incomplete first batch."""
+    lg = make_log()
+    _fill(lg, 3)
+    assert sum(s.length for s in lg.read(0, ONE - 1).slices) == ONE  # min_one_message: the whole batch
+    assert lg.read(0, ONE - 1, min_one_message=False).slices == []
+    assert sum(s.length for s in lg.read(0, ONE + 5, min_one_message=False).slices) == ONE + 5
