@@ -358,7 +358,8 @@ class Log:
         """ListOffsets: ``(offset, timestamp)`` of the first record at or after ``timestamp``.
 
         -2 EARLIEST (the log start offset), -1 LATEST (the high watermark), -3 MAX_TIMESTAMP (KIP-734; the
-        last offset of the batch holding the largest timestamp), -4 EARLIEST_LOCAL (= EARLIEST here).
+        first record carrying the largest timestamp, found as Kafka 4 does from the segment's
+        offsetOfMaxTimestamp), -4 EARLIEST_LOCAL (= EARLIEST here).
         """
         with self._lock:
             if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
@@ -368,9 +369,10 @@ class Log:
             segs = list(self._local.segments.snapshot())
             if timestamp == MAX_TIMESTAMP:
                 best = max(segs, key=lambda s: s.max_timestamp_so_far)
-                if best.max_timestamp_so_far < 0:
+                found = best.max_timestamp_record()
+                if found is None:
                     return None
-                return max(best.offset_of_max_timestamp, self._log_start_offset), best.max_timestamp_so_far
+                return max(found[0], self._log_start_offset), found[1]
             if timestamp < 0:
                 raise OffsetOutOfRangeError(f"unknown special timestamp {timestamp}")
             for seg in segs:

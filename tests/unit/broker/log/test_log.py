@@ -18,6 +18,8 @@ from ebb_broker.log.errors import (
     RecordValidationError,
     UnsupportedFeatureError,
 )
+from ebb_broker.log.log import Log
+from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.records import NewRecord, Record, build_batch, encode_batch, read_header, validate_batch
 from tests.unit.broker.log.log_helpers import T0, Clock, batch, read_all
 
@@ -351,3 +353,22 @@ def test_read_without_min_one_message_gives_no_part_of_a_first_batch(make_log) -
     assert sum(s.length for s in lg.read(0, ONE - 1).slices) == ONE  # min_one_message: the whole batch
     assert lg.read(0, ONE - 1, min_one_message=False).slices == []
     assert sum(s.length for s in lg.read(0, ONE + 5, min_one_message=False).slices) == ONE + 5
+
+
+def test_max_timestamp_is_the_first_record_carrying_it_and_survives_a_restart(tmp_path, clock: Clock) -> None:  # type: ignore[no-untyped-def]
+    """KIP-734: ListOffsets MAX_TIMESTAMP answers the record with the largest timestamp, not the last offset
+    of its batch; the segment's offsetOfMaxTimestamp is rebuilt from the headers after a restart."""
+    config = LogConfig.parse({"segment.bytes": "150"})
+    lg = Log.open(tmp_path / "mt-0", "mt", 0, config, clock=clock)
+    lg.append(batch(b"a", ts=T0 + 1))
+    stamps = [T0, T0 + 5, T0 + 2, T0 + 5, T0 + 4]
+    lg.append(build_batch([NewRecord(b"k", b"v", timestamp=ts) for ts in stamps]))  # offsets 1..5
+    lg.append(batch(b"b", ts=T0 + 3))
+    assert lg.offset_for_timestamp(-3) == (2, T0 + 5)
+    assert len(lg.segments()) > 1  # the maximum is found across segments
+    lg.close()
+    again = Log.open(tmp_path / "mt-0", "mt", 0, config, clock=clock, clean_shutdown=True)
+    try:
+        assert again.offset_for_timestamp(-3) == (2, T0 + 5)
+    finally:
+        again.close()
