@@ -372,3 +372,11 @@ def test_max_timestamp_is_the_first_record_carrying_it_and_survives_a_restart(tm
         assert again.offset_for_timestamp(-3) == (2, T0 + 5)
     finally:
         again.close()
+
+
+def test_flush_messages_fsyncs_every_n_records(make_log) -> None:  # type: ignore[no-untyped-def]
+    lg = make_log(flush_messages="3")
+    lg.append(batch(b"a", b"b"))
+    assert lg.recovery_point == 0
+    lg.append(batch(b"c"))
+    assert lg.recovery_point == 3  # fsynced up to the log end once 3 records were unflushed

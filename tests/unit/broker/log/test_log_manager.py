@@ -195,3 +195,25 @@ def test_corrupt_checkpoints(manager, tmp_path: Path) -> None:  # type: ignore[n
     (data / "log-start-offset-checkpoint").write_text("0\n1\nt 0\n")
     with pytest.raises(CorruptCheckpointError, match="malformed line"):
         manager()
+
+
+def test_flush_ms_fsyncs_logs_left_unflushed_that_long(manager, clock: Clock) -> None:  # type: ignore[no-untyped-def]
+    """flush.ms (topic) / log.flush.interval.ms (broker), checked by flush_dirty_logs as Kafka's log
+    flusher does: a log is fsynced once flush.ms passed since its last flush, and only if it has
+    unflushed records; the recovery point (what a restart need not recover) moves to its end."""
+    mgr = manager(**{"log.flush.interval.ms": "60000"})
+    mgr.create_topic("often", 1, {"flush.ms": "1000"})
+    mgr.create_topic("broker-default", 1, {})
+    mgr.create_topic("never", 1, {"flush.ms": str(2**63 - 1)})
+    logs = {t: mgr.get_log(t, 0) for t in ("often", "broker-default", "never")}
+    for lg in logs.values():
+        lg.append(batch(b"x", ts=clock.now))
+    assert mgr.flush_dirty_logs() == 0  # nothing is due yet
+    clock.advance(1000)
+    assert mgr.flush_dirty_logs() == 1
+    assert {t: lg.recovery_point for t, lg in logs.items()} == {"often": 1, "broker-default": 0, "never": 0}
+    clock.advance(1000)
+    assert mgr.flush_dirty_logs() == 0  # flushed and nothing appended since
+    clock.advance(60_000)
+    assert mgr.flush_dirty_logs() == 1  # the broker default caught up with its log
+    assert logs["broker-default"].recovery_point == 1 and logs["never"].recovery_point == 0
