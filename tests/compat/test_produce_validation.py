@@ -13,6 +13,7 @@ import time
 import uuid
 from pathlib import Path
 
+import cramjam
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
@@ -26,6 +27,7 @@ from tests.record_batches import raw_batch, record, varint, zstd_zeros
 INVALID_RECORD = 87
 INVALID_TIMESTAMP = 32
 MESSAGE_TOO_LARGE = 10
+UNSUPPORTED_COMPRESSION_TYPE = 76
 INVALID_DIFFERENT_RECORD = -138  # librdkafka: failed because of another record in its batch
 KEYLESS = {3, 17, 18, 40, 41, 42, 60, 77, 98, 99}
 P = ProduceRequest[9]
@@ -164,6 +166,20 @@ def test_hostile_batches_are_refused_and_leave_the_log_as_it_was(side: Side) -> 
         wire.close()
     assert (good.error_code, good.base_offset) == (0, 0)  # type: ignore[attr-defined]
     assert _log_end(side, topic) == 2
+
+
+def test_zstd_needs_produce_v7(side: Side) -> None:
+    """KIP-110: a zstd batch in Produce v3-6 is UNSUPPORTED_COMPRESSION_TYPE; from v7 it is stored."""
+    topic = _topic(side)
+    section = bytes(cramjam.zstd.compress(record(0) + record(1)))
+    wire = Wire(side.bootstrap)
+    try:
+        old = _produce(wire, topic, raw_batch(section, 2, attributes=4, base_ts=_now()), version=6)
+        new = _produce(wire, topic, raw_batch(section, 2, attributes=4, base_ts=_now()), version=7)
+    finally:
+        wire.close()
+    assert old.error_code == UNSUPPORTED_COMPRESSION_TYPE  # type: ignore[attr-defined]
+    assert (new.error_code, new.base_offset) == (0, 0)  # type: ignore[attr-defined]
 
 
 def _peak_rss_bytes(pid: int) -> int:

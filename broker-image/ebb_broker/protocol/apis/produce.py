@@ -18,6 +18,7 @@ Behaviour:
 
 Version notes:
 - v2: log append time. v3: transactional id, v2 batches only. v5: log start offset.
+- v7: zstd (KIP-110); a zstd batch in v3-6 gets UNSUPPORTED_COMPRESSION_TYPE, as in Kafka.
 - v8: record errors and error message (KIP-467). v9: flexible. v10-12: current leader / node endpoints
   (tagged, left empty). v13 (topic ids) is not advertised.
 """
@@ -26,7 +27,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError, UnsupportedVersionError
+from kafka.errors import (
+    InvalidRequestError,
+    UnknownTopicOrPartitionError,
+    UnsupportedCompressionTypeError,
+    UnsupportedVersionError,
+)
 
 from ebb_broker.log.errors import LogError, RecordValidationError
 from ebb_broker.protocol.context import RequestContext
@@ -36,6 +42,13 @@ from ebb_broker.protocol.topics import has_partition
 
 API_KEY = 0
 FIRST_SERVED_VERSION = 3
+FIRST_ZSTD_VERSION = 7  # KIP-110
+ZSTD = 4
+
+
+def _codec(records: bytes | None) -> int:
+    """The compression codec of the batch's attributes (-1 when there is no header to read)."""
+    return records[22] & 0x07 if records is not None and len(records) > 22 else -1
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -60,6 +73,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 err, msg = refuse
             elif not has_partition(topics, t.name, p.index):
                 err = UnknownTopicOrPartitionError.errno
+            elif ctx.api_version < FIRST_ZSTD_VERSION and _codec(p.records) == ZSTD:
+                err, msg = UnsupportedCompressionTypeError.errno, "zstd needs Produce v7 or later"
             else:
                 try:
                     info = broker.logs.get_log(t.name, p.index).append(p.records or b"")
