@@ -268,80 +268,74 @@ def scan_records(data: bytes, pos: int, count: int) -> tuple[int, int, int]:
     """
     varint = _varint
     end = len(data)
+    min_body = MIN_RECORD_BODY
     min_ts, max_ts = _LONG_MAX, _LONG_MIN
     keyless = 0
     i = 0
+    # Zig-zag: an odd encoding is a negative value; checking the low bit spares decoding the sign.
     try:
-        while i < count:
+        for i in range(count):
+            at = pos
             b = data[pos]
             if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
+                length = b >> 1 if not b & 1 else -1
                 pos += 1
             elif (c := data[pos + 1]) < 0x80:
                 u = (b & 0x7F) | (c << 7)
-                length = (u >> 1) ^ -(u & 1)
+                length = u >> 1 if not u & 1 else -1
                 pos += 2
             else:
                 length, pos = varint(data, pos)
             rec_end = pos + length
-            if length < MIN_RECORD_BODY or rec_end > end:
-                raise InvalidRecordError(
-                    f"record {i} claims {length} bytes, {end - pos} are left in the batch"
-                )
-            p = pos + 1  # attributes: unused by Kafka (Ebb's bit 0 is the KIP-87 tombstone flag)
-            b = data[p]
+            if length < min_body or rec_end > end:
+                raise _bad_length(data, at, i, end)
+            b = data[pos + 1]  # after the attributes (unused by Kafka; Ebb's bit 0: KIP-87 tombstone)
             if b < 0x80:
                 ts = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif (c := data[p + 1]) < 0x80:
-                u = (b & 0x7F) | (c << 7)
-                ts = (u >> 1) ^ -(u & 1)
-                p += 2
+                p = pos + 2
             else:
-                ts, p = varint(data, p)
+                ts, p = varint(data, pos + 1)
             if ts > max_ts:
                 max_ts = ts
             if ts < min_ts:
                 min_ts = ts
-            b = data[p]
+            b = data[p]  # the offset delta must be i, zig-zag encoded as 2i
             if b < 0x80:
-                delta = (b >> 1) ^ -(b & 1)
+                if b != i << 1:
+                    raise _bad_delta(data, p, i)
                 p += 1
             elif (c := data[p + 1]) < 0x80:
-                u = (b & 0x7F) | (c << 7)
-                delta = (u >> 1) ^ -(u & 1)
+                if (b & 0x7F) | (c << 7) != i << 1:
+                    raise _bad_delta(data, p, i)
                 p += 2
             else:
-                delta, p = varint(data, p)
-            if delta != i:
-                raise InvalidRecordError(f"record {i} has offset delta {delta}, expected {i}")
-            b = data[p]
-            if b == 1:  # -1: no key
+                delta, q = varint(data, p)
+                if delta != i:
+                    raise _bad_delta(data, p, i)
+                p = q
+            b = data[p]  # key length: -1 (null) or the key's bytes follow
+            if b == 1:
                 keyless += 1
                 p += 1
+            elif b < 0x80 and not b & 1:
+                p += 1 + (b >> 1)
             else:
-                if b < 0x80:
-                    klen = (b >> 1) ^ -(b & 1)
-                    p += 1
-                else:
-                    klen, p = varint(data, p)
+                klen, p = varint(data, p)
                 if klen < 0:
                     raise InvalidRecordError(f"record {i} has key length {klen}")
                 p += klen
-            b = data[p]
-            if b < 0x80:
-                vlen = (b >> 1) ^ -(b & 1)
+            b = data[p]  # value length: -1 (null) or the value's bytes follow
+            if b < 0x80 and not b & 1:
+                p += 1 + (b >> 1)
+            elif b == 1:
                 p += 1
-            elif (c := data[p + 1]) < 0x80:
-                u = (b & 0x7F) | (c << 7)
-                vlen = (u >> 1) ^ -(u & 1)
-                p += 2
+            elif b >= 0x80 and not b & 1 and (c := data[p + 1]) < 0x80:
+                p += 2 + (((b & 0x7F) | (c << 7)) >> 1)
             else:
                 vlen, p = varint(data, p)
-            if vlen >= 0:
-                p += vlen
-            elif vlen != -1:
-                raise InvalidRecordError(f"record {i} has value length {vlen}")
+                if vlen < -1:
+                    raise InvalidRecordError(f"record {i} has value length {vlen}")
+                p += max(vlen, 0)
             if data[p] == 0:  # no headers
                 p += 1
             else:
@@ -352,7 +346,6 @@ def scan_records(data: bytes, pos: int, count: int) -> tuple[int, int, int]:
                     f"instead read {length + p - rec_end}"
                 )
             pos = rec_end
-            i += 1
     except IndexError:
         raise InvalidRecordError(f"record {i} of {count} is truncated") from None
     if pos != end:
@@ -360,6 +353,16 @@ def scan_records(data: bytes, pos: int, count: int) -> tuple[int, int, int]:
             f"Incorrect declared batch size, {end - pos} bytes of records remain after {count} records"
         )
     return min_ts, max_ts, keyless
+
+
+def _bad_length(data: bytes, pos: int, i: int, end: int) -> InvalidRecordError:
+    length, after = _varint(data, pos)
+    return InvalidRecordError(f"record {i} claims {length} bytes, {end - after} are left in the batch")
+
+
+def _bad_delta(data: bytes, pos: int, i: int) -> InvalidRecordError:
+    delta, _ = _varint(data, pos)
+    return InvalidRecordError(f"record {i} has offset delta {delta}, expected {i}")
 
 
 def _scan_headers(data: bytes, p: int, rec_end: int, i: int) -> int:
