@@ -1,13 +1,14 @@
-"""ebb-broker against Apache Kafka (single-node KRaft): produce/fetch throughput, produce latency,
-in plaintext and over SASL_SSL (SCRAM-SHA-512 over TLS 1.3).
+"""ebb-broker against Apache Kafka (single-node KRaft): produce/fetch throughput, produce latency.
 
 Both brokers run on this machine with their default segment settings and are driven by the same
-client (librdkafka through confluent-kafka) with the same settings; the ratio rows say how
-ebb-broker compares, and what TLS+SASL costs it. Each broker serves both listeners at once (the same
-certificate, made by harness/tls.py, and a SCRAM-SHA-512 user); no authorizer on either. Apache Kafka
-is included when the kafka-harness has assembled it (`make harness-kafka`); otherwise only ebb-broker is
-measured and the notes say so. Sizes: EBB_BENCH_RECORDS (default 200000) records of
-EBB_BENCH_RECORD_BYTES (default 100).
+clients with the same settings; the ratio row says how ebb-broker compares. Two clients: librdkafka
+through confluent-kafka (produce, fetch, single-record latency), and Apache Kafka's own perf tools with
+the Java client (`kafka-producer-perf-test`, `kafka-consumer-perf-test`, full JIT as their scripts run
+them; the consumer figure is its fetch rate without the group join, the median of rounds the two
+brokers take in turn). Apache Kafka and its tools are
+included when the kafka-harness has assembled them (`make harness-kafka`); otherwise only ebb-broker is
+measured with confluent-kafka and the notes say so.
+Sizes: EBB_BENCH_RECORDS (default 200000) records of EBB_BENCH_RECORD_BYTES (default 100).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,6 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.report import emit
 from harness.ebb_broker import EbbBroker
-from harness.tls import TestCA
 
 RECORDS = int(os.environ.get("EBB_BENCH_RECORDS", "200000"))
 RECORD_BYTES = int(os.environ.get("EBB_BENCH_RECORD_BYTES", "100"))
@@ -34,56 +36,34 @@ LATENCY_SAMPLES = 2000
 PRODUCER = {"acks": "all", "linger.ms": 5, "batch.size": 1_000_000, "compression.type": "none"}
 
 
-USER, PASSWORD = "bench", "bench-secret"
-Conf = dict[str, Any]
-
-
-def _confs(plain: str, sasl_ssl: str, ca: Path) -> dict[str, Conf]:
-    """librdkafka settings for each listener: plaintext, and SCRAM-SHA-512 over TLS (CA verified)."""
-    return {
-        "plaintext": {"bootstrap.servers": plain},
-        "sasl_ssl": {
-            "bootstrap.servers": sasl_ssl,
-            "security.protocol": "SASL_SSL",
-            "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": USER,
-            "sasl.password": PASSWORD,
-            "ssl.ca.location": str(ca),
-        },
-    }
+@contextlib.contextmanager
+def _ebb(work: Path) -> Iterator[tuple[str, int]]:
+    with EbbBroker(work / "ebb-data", configs={"offsets.topic.num.partitions": "4"}) as b:
+        assert b.proc is not None
+        yield b.bootstrap, b.proc.pid
 
 
 @contextlib.contextmanager
-def _ebb(work: Path, ca: TestCA) -> Iterator[dict[str, Conf]]:
-    server = ca.issue("ebb-broker", "CN=localhost", server=True)
-    configs = {
-        "offsets.topic.num.partitions": "4",
-        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "ssl.keystore.location": str(server.keystore),
-    }
-    scram = [f"SCRAM-SHA-512=[name={USER},password={PASSWORD}]"]
-    with EbbBroker(work / "ebb-data", configs=configs, add_scram=scram) as b:
-        yield _confs(b.bootstrap_of("PLAINTEXT"), b.bootstrap_of("SASL_SSL"), ca.ca_pem)
-
-
-@contextlib.contextmanager
-def _kafka(work: Path, ca: TestCA) -> Iterator[dict[str, Conf]]:
+def _kafka(work: Path) -> Iterator[tuple[str, int]]:
     from harness.kafka import apache_kafka
 
-    server = ca.issue("apache-kafka", "CN=localhost", server=True)
-    overrides = {
-        "log.segment.bytes": str(1024**3),
-        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": (
-            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-        ),
-        "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": str(server.keystore),
-    }
-    scram = (f"SCRAM-SHA-512=[name={USER},password={PASSWORD}]",)
-    with apache_kafka(work / "kafka", overrides, listeners={"SASL_SSL": "SASL_SSL"}, add_scram=scram) as k:
-        yield _confs(k.bootstrap_servers, k.bootstrap_of("SASL_SSL"), ca.ca_pem)
+    with apache_kafka(work / "kafka", {"log.segment.bytes": str(1024**3)}) as k:
+        yield k.bootstrap_servers, k.process.pid
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (every thread), from /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def _broker_cpu(pid: int, into: dict[str, Any], key: str, records: int = RECORDS) -> Iterator[None]:
+    """Record the broker's CPU microseconds per record spent in the block: unlike wall-clock rates, this
+    hardly moves when other work loads the machine."""
+    before = _cpu_seconds(pid)
+    yield
+    into[key] = (_cpu_seconds(pid) - before) * 1e6 / records
 
 
 def _kafka_available() -> str | None:
@@ -99,8 +79,8 @@ def _kafka_available() -> str | None:
     return None
 
 
-def _produce_throughput(conf: Conf, topic: str, count: int = RECORDS) -> tuple[float, float]:
-    p = Producer({**conf, **PRODUCER})
+def _produce_throughput(bootstrap: str, topic: str, count: int = RECORDS) -> tuple[float, float]:
+    p = Producer({"bootstrap.servers": bootstrap, **PRODUCER})
     payload = b"x" * RECORD_BYTES
     started = time.perf_counter()
     for _ in range(count):
@@ -115,8 +95,8 @@ def _produce_throughput(conf: Conf, topic: str, count: int = RECORDS) -> tuple[f
     return count / seconds, count * RECORD_BYTES / seconds / 1e6
 
 
-def _produce_latency(conf: Conf, topic: str) -> tuple[float, float]:
-    p = Producer({**conf, **PRODUCER, "linger.ms": 0})
+def _produce_latency(bootstrap: str, topic: str) -> tuple[float, float]:
+    p = Producer({"bootstrap.servers": bootstrap, **PRODUCER, "linger.ms": 0})
     samples: list[float] = []
     acked: list[float] = []  # delivery times, one per record, in order (one record in flight at a time)
 
@@ -133,10 +113,10 @@ def _produce_latency(conf: Conf, topic: str) -> tuple[float, float]:
     return q[49], q[98]
 
 
-def _fetch_throughput(conf: Conf, topic: str) -> tuple[float, float]:
+def _fetch_throughput(bootstrap: str, topic: str) -> tuple[float, float]:
     c = Consumer(
         {
-            **conf,
+            "bootstrap.servers": bootstrap,
             "group.id": "bench",
             "enable.auto.commit": False,
             "fetch.max.bytes": 52428800,
@@ -155,62 +135,149 @@ def _fetch_throughput(conf: Conf, topic: str) -> tuple[float, float]:
     return got / seconds, got * RECORD_BYTES / seconds / 1e6
 
 
-def _measure(name: str, conf: Conf, suffix: str) -> dict[str, Any]:
-    """One broker on one listener; each listener writes topics of its own (`suffix`)."""
-    bench, lat, warm = f"bench-{suffix}", f"bench-lat-{suffix}", f"warmup-{suffix}"
-    AdminClient(dict(conf)).create_topics([NewTopic(bench, 1, 1), NewTopic(lat, 1, 1), NewTopic(warm, 1, 1)])
+# The perf tools' JVM: what kafka-*-perf-test.sh runs (512 MiB heap, G1, full JIT), not the harness's
+# quick-start options.
+PERF_JVM_OPTS = ("-Xmx512m", "-XX:+UseG1GC", "-XX:-UsePerfData", "-Djava.awt.headless=true")
+
+
+def _java_produce_throughput(bootstrap: str, topic: str) -> float:
+    """kafka-producer-perf-test: records/s with acks=all (the Java producer is idempotent by default)."""
+    from harness.kafka import kafka_tool
+
+    out = kafka_tool(
+        "kafka-producer-perf-test", "--topic", topic, "--num-records", str(RECORDS),
+        "--record-size", str(RECORD_BYTES), "--throughput", "-1",
+        "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all", "linger.ms=5", "batch.size=1000000",
+        timeout=300, jvm_opts=PERF_JVM_OPTS,
+    ).stdout  # fmt: skip
+    # last line: "200000 records sent, 123456.7 records/sec (11.77 MB/sec), ..."
+    summary = [line for line in out.splitlines() if "records sent" in line][-1]
+    return float(summary.split("records sent,")[1].split("records/sec")[0])
+
+
+JAVA_FETCH_ROUNDS = 3
+
+
+def _java_fetch_once(bootstrap: str, topic: str) -> float:
+    """kafka-consumer-perf-test: records/s while fetching (fetch.nMsg.sec: the group join excluded)."""
+    from harness.kafka import kafka_tool
+
+    out = kafka_tool(
+        "kafka-consumer-perf-test", "--bootstrap-server", bootstrap, "--topic", topic,
+        "--num-records", str(RECORDS), "--group", f"perf-{uuid.uuid4().hex[:8]}", "--timeout", "30000",
+        timeout=300, jvm_opts=PERF_JVM_OPTS,
+    ).stdout  # fmt: skip
+    lines = [line for line in out.splitlines() if line.strip()]
+    header = [h.strip() for h in lines[-2].split(",")]
+    values = [v.strip() for v in lines[-1].split(",")]
+    row = dict(zip(header, values, strict=True))
+    assert int(row["data.consumed.in.nMsg"]) >= RECORDS, row
+    return float(row["fetch.nMsg.sec"])
+
+
+# Each kafka-consumer-perf-test run is short and the machine is shared: the brokers take turns, round after
+# round; the median of each one's rounds is its figure (and the best round is shown too).
+JAVA_FETCH_ROUNDS = 6
+
+
+@dataclass
+class Target:
+    name: str
+    bootstrap: str
+    pid: int
+    row: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.row["broker"] = self.name
+
+
+def _each(targets: list[Target], what: str, work: Callable[[Target], None]) -> None:
+    for t in targets:
+        print(f"  {t.name}: {what}", flush=True)
+        work(t)
+
+
+def _measure(targets: list[Target], java_tools: bool) -> None:
+    """Every phase on every broker in turn, so both see the machine's load of the same minutes."""
+    for t in targets:
+        admin = AdminClient({"bootstrap.servers": t.bootstrap})
+        admin.create_topics([NewTopic(n, 1, 1) for n in ("bench", "bench-lat", "warmup", "bench-java")])
     time.sleep(1)
+
     # Warm both sides (JIT for Kafka, caches for Python) on another topic before measuring.
-    print(f"  {name}: warming up", flush=True)
-    _produce_throughput(conf, warm, RECORDS // 4)
-    print(f"  {name}: producing {RECORDS} records of {RECORD_BYTES} bytes", flush=True)
-    p_rate, p_mb = _produce_throughput(conf, bench)
-    print(f"  {name}: fetching them back", flush=True)
-    f_rate, f_mb = _fetch_throughput(conf, bench)
-    print(f"  {name}: {LATENCY_SAMPLES} single-record produce round trips", flush=True)
-    p50, p99 = _produce_latency(conf, lat)
-    return {
-        "broker": name,
-        "produce_rec_s": p_rate,
-        "produce_MB_s": p_mb,
-        "fetch_rec_s": f_rate,
-        "fetch_MB_s": f_mb,
-        "produce_p50_ms": p50,
-        "produce_p99_ms": p99,
-    }
+    def warm(t: Target) -> None:
+        _produce_throughput(t.bootstrap, "warmup", RECORDS // 4)
 
+    _each(targets, "warming up", warm)
 
-def _ratio(label: str, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "broker": label,
-        **{k: a[k] / b[k] for k in ("produce_rec_s", "fetch_rec_s", "produce_p50_ms", "produce_p99_ms")},
-    }
+    def produce(t: Target) -> None:
+        with _broker_cpu(t.pid, t.row, "produce_cpu_us_rec"):
+            t.row["produce_rec_s"], t.row["produce_MB_s"] = _produce_throughput(t.bootstrap, "bench")
+
+    def fetch(t: Target) -> None:
+        with _broker_cpu(t.pid, t.row, "fetch_cpu_us_rec"):
+            t.row["fetch_rec_s"], t.row["fetch_MB_s"] = _fetch_throughput(t.bootstrap, "bench")
+
+    def latency(t: Target) -> None:
+        t.row["produce_p50_ms"], t.row["produce_p99_ms"] = _produce_latency(t.bootstrap, "bench-lat")
+
+    _each(targets, f"producing {RECORDS} records of {RECORD_BYTES} bytes", produce)
+    _each(targets, "fetching them back", fetch)
+    _each(targets, f"{LATENCY_SAMPLES} single-record produce round trips", latency)
+    if not java_tools:
+        return
+    cpu = {t.name: 0.0 for t in targets}
+    rates: dict[str, list[float]] = {t.name: [] for t in targets}
+
+    def java_fetch(t: Target) -> None:
+        before = _cpu_seconds(t.pid)
+        rates[t.name].append(_java_fetch_once(t.bootstrap, "bench"))
+        cpu[t.name] += _cpu_seconds(t.pid) - before
+
+    for round_ in range(JAVA_FETCH_ROUNDS):
+        _each(targets, f"kafka-consumer-perf-test round {round_ + 1}", java_fetch)
+    for t in targets:
+        t.row["java_fetch_rec_s"] = statistics.median(rates[t.name])
+        t.row["java_fetch_best_rec_s"] = max(rates[t.name])
+        t.row["java_fetch_cpu_us_rec"] = cpu[t.name] * 1e6 / (RECORDS * JAVA_FETCH_ROUNDS)
+
+    def java_produce(t: Target) -> None:
+        with _broker_cpu(t.pid, t.row, "java_produce_cpu_us_rec"):
+            t.row["java_produce_rec_s"] = _java_produce_throughput(t.bootstrap, "bench-java")
+
+    _each(targets, f"kafka-producer-perf-test, {RECORDS} records", java_produce)
 
 
 def main() -> None:
-    found: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="ebb-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ebb-bench-") as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
-        ca = TestCA(work / "pki")
-        with _ebb(work, ca) as confs:
-            for listener, conf in confs.items():
-                found[f"ebb-broker {listener}"] = _measure(f"ebb-broker {listener}", conf, listener)
         why_not = _kafka_available()
+        bootstrap, pid = stack.enter_context(_ebb(work))
+        targets = [Target("ebb-broker", bootstrap, pid)]
         if why_not is None:
-            with _kafka(work, ca) as confs:
-                for listener, conf in confs.items():
-                    found[f"apache-kafka {listener}"] = _measure(f"apache-kafka {listener}", conf, listener)
-    rows = list(found.values())
+            bootstrap, pid = stack.enter_context(_kafka(work))
+            targets.append(Target("apache-kafka", bootstrap, pid))
+        _measure(targets, java_tools=why_not is None)
+        rows = [t.row for t in targets]
     notes = (
-        f"{RECORDS} records x {RECORD_BYTES} B, 1 partition, acks=all, linger.ms=5, confluent-kafka; "
-        "sasl_ssl = SCRAM-SHA-512 over TLS 1.3 (EC P-256 certificate); load average at the end: "
-        + " ".join(f"{x:.2f}" for x in os.getloadavg())
+        f"{RECORDS} records x {RECORD_BYTES} B, 1 partition, acks=all, linger.ms=5; *_cpu_us_rec: the broker "
+        f"process's CPU per record in that phase (load average at the end: {os.getloadavg()[0]:.1f})"
     )
-    ebb_plain, ebb_tls = found["ebb-broker plaintext"], found["ebb-broker sasl_ssl"]
-    rows.append(_ratio("ratio ebb sasl_ssl/plaintext", ebb_tls, ebb_plain))
-    if why_not is None:
-        rows.append(_ratio("ratio ebb/kafka plaintext", ebb_plain, found["apache-kafka plaintext"]))
-        rows.append(_ratio("ratio ebb/kafka sasl_ssl", ebb_tls, found["apache-kafka sasl_ssl"]))
+    if len(rows) == 2:
+        ebb, kafka = rows
+        rows.append(
+            {
+                "broker": "ratio ebb/kafka",
+                "produce_rec_s": ebb["produce_rec_s"] / kafka["produce_rec_s"],
+                "fetch_rec_s": ebb["fetch_rec_s"] / kafka["fetch_rec_s"],
+                "produce_p50_ms": ebb["produce_p50_ms"] / kafka["produce_p50_ms"],
+                "produce_p99_ms": ebb["produce_p99_ms"] / kafka["produce_p99_ms"],
+                "java_fetch_rec_s": ebb["java_fetch_rec_s"] / kafka["java_fetch_rec_s"],
+                "java_fetch_best_rec_s": ebb["java_fetch_best_rec_s"] / kafka["java_fetch_best_rec_s"],
+                "java_produce_rec_s": ebb["java_produce_rec_s"] / kafka["java_produce_rec_s"],
+                **{k: ebb[k] / kafka[k] for k in ebb if k.endswith("_cpu_us_rec")},
+            }
+        )
     else:
         notes += f"; Apache Kafka not measured: {why_not}"
     emit("broker", rows, notes=notes)

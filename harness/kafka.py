@@ -68,6 +68,8 @@ TOOLS: Mapping[str, str] = {
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-storage": "kafka.tools.StorageTool",
+    "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
+    "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
 }
 
 # Short-lived tools spend most of their time starting the JVM: C1 only and the serial GC cut that by about
@@ -104,16 +106,18 @@ def kafka_tool(
     input: str | None = None,
     timeout: float = 120,
     check: bool = True,
+    jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS,
 ) -> subprocess.CompletedProcess[str]:
     """Run one of Apache Kafka's CLI tools (`TOOLS`) like its kafka-*.sh script would, and return its output.
 
     With `check`, a non-zero exit raises `KafkaToolError` with stdout and stderr in the message.
+    `jvm_opts` replaces the quick-start options (benchmarks want the full JIT, as the scripts run).
     """
     try:
         main_class = TOOLS[name]
     except KeyError:
         raise ValueError(f"unknown Kafka tool {name!r}; known: {', '.join(sorted(TOOLS))}") from None
-    cmd = java_command(main_class, *args)
+    cmd = java_command(main_class, *args, jvm_opts=jvm_opts)
     proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout, check=False)
     if check and proc.returncode != 0:
         raise KafkaToolError(

@@ -181,12 +181,16 @@ async def run(options: BrokerOptions) -> None:
     async def checkpoint() -> None:
         await asyncio.to_thread(logs.checkpoint)
 
+    async def flush() -> None:  # flush.ms / log.flush.interval.ms
+        await asyncio.to_thread(logs.flush_dirty_logs)
+
     tasks = [
         asyncio.create_task(_every(config.log_retention_check_interval_ms, "retention", retention)),
         asyncio.create_task(_every(max(config.log_cleaner_backoff_ms, 100), "cleaner", cleaner)),
         asyncio.create_task(
             _every(config.log_flush_offset_checkpoint_interval_ms or 60_000, "checkpoint", checkpoint)
         ),
+        asyncio.create_task(_every(config.log_flush_scheduler_interval_ms, "flush", flush)),
     ]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

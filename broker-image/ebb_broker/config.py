@@ -51,6 +51,13 @@ _TOPIC_SYNONYMS = {
     "log.message.timestamp.type": "message.timestamp.type",
     "message.max.bytes": "max.message.bytes",
     "log.flush.interval.messages": "flush.messages",
+    "log.flush.interval.ms": "flush.ms",
+    "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
+    "compression.type": "compression.type",
+    "compression.gzip.level": "compression.gzip.level",
+    "compression.lz4.level": "compression.lz4.level",
+    "compression.zstd.level": "compression.zstd.level",
     "tombstone.null.value.enable": "tombstone.null.value.enable",
 }
 
@@ -127,6 +134,22 @@ class BrokerConfig(KafkaStyleConfig):
     log_cleaner_min_cleanable_ratio: float = Field(0.5, alias="log.cleaner.min.cleanable.ratio", ge=0, le=1)
     log_segment_delete_delay_ms: KafkaLong = Field(60_000, alias="log.segment.delete.delay.ms", ge=0)
     log_flush_interval_messages: KafkaLong = Field(LONG_MAX, alias="log.flush.interval.messages", ge=1)
+    log_flush_interval_ms: KafkaLong = Field(LONG_MAX, alias="log.flush.interval.ms", ge=0)
+    # How often logs are checked for flush.ms. Kafka's default (Long.MAX) never checks, so flush.ms alone
+    # does nothing there; Ebb checks every second, which makes flush.ms work by itself (docs/broker.md).
+    log_flush_scheduler_interval_ms: KafkaLong = Field(1000, alias="log.flush.scheduler.interval.ms", ge=1)
+    log_message_timestamp_before_max_ms: KafkaLong = Field(
+        LONG_MAX, alias="log.message.timestamp.before.max.ms", ge=0
+    )
+    log_message_timestamp_after_max_ms: KafkaLong = Field(
+        HOUR_MS, alias="log.message.timestamp.after.max.ms", ge=0
+    )
+    compression_type: Literal["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"] = Field(
+        "producer", alias="compression.type"
+    )
+    compression_gzip_level: KafkaInt = Field(-1, alias="compression.gzip.level")
+    compression_lz4_level: KafkaInt = Field(9, alias="compression.lz4.level")
+    compression_zstd_level: KafkaInt = Field(3, alias="compression.zstd.level")
     log_flush_offset_checkpoint_interval_ms: KafkaInt = Field(
         60_000, alias="log.flush.offset.checkpoint.interval.ms", ge=0
     )

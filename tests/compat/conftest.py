@@ -181,3 +181,24 @@ def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBr
         yield SecureBroker(b, ca, ca.issue("alice", "CN=alice,OU=eng,O=Example"), passwords)
     finally:
         assert b.stop() == 0
+
+
+@dataclass(frozen=True)
+class Side:
+    """One of the two brokers a side-by-side test runs against, with the same assertions."""
+
+    name: str
+    bootstrap: str
+
+    @property
+    def is_ebb(self) -> bool:
+        return self.name == "ebb-broker"
+
+
+@pytest.fixture(params=["ebb-broker", "apache-kafka"])
+def side(request: pytest.FixtureRequest) -> Side:
+    """The shared ebb-broker, then the shared Apache Kafka 4.3.1: where a behaviour is Kafka's, a test
+    taking `side` asserts it on both."""
+    if request.param == "ebb-broker":
+        return Side("ebb-broker", request.getfixturevalue("broker").bootstrap)
+    return Side("apache-kafka", request.getfixturevalue("apache_kafka_broker").bootstrap_servers)

@@ -97,10 +97,22 @@ class LogConfig(KafkaStyleConfig):
     message_timestamp_type: Literal["CreateTime", "LogAppendTime"] = Field(
         "CreateTime", alias="message.timestamp.type"
     )
+    # KIP-937: how far a CreateTime record timestamp may lie before / after the broker's clock.
+    message_timestamp_before_max_ms: KafkaLong = Field(
+        LONG_MAX, alias="message.timestamp.before.max.ms", ge=0
+    )
+    message_timestamp_after_max_ms: KafkaLong = Field(HOUR_MS, alias="message.timestamp.after.max.ms", ge=0)
     max_message_bytes: KafkaInt = Field(1_048_588, alias="max.message.bytes", ge=0)
     flush_messages: KafkaLong = Field(LONG_MAX, alias="flush.messages", ge=1)
+    flush_ms: KafkaLong = Field(LONG_MAX, alias="flush.ms", ge=0)
     min_insync_replicas: KafkaInt = Field(1, alias="min.insync.replicas", ge=1, le=1)
-    compression_type: Literal["producer"] = Field("producer", alias="compression.type")
+    compression_type: Literal["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"] = Field(
+        "producer", alias="compression.type"
+    )
+    # KIP-390: the levels the broker compresses with when compression.type recompresses a batch.
+    compression_gzip_level: KafkaInt = Field(-1, alias="compression.gzip.level")
+    compression_lz4_level: KafkaInt = Field(9, alias="compression.lz4.level", ge=1, le=17)
+    compression_zstd_level: KafkaInt = Field(3, alias="compression.zstd.level", ge=-131072, le=22)
     # KIP-68: consumed retention; -1 disables it. Never longer than forced retention.
     retention_commitoffset_ms: KafkaLong = Field(-1, alias="retention.commitoffset.ms", ge=-1)
     # KIP-87: whether a null value is a tombstone (the explicit marker always is).
@@ -118,6 +130,8 @@ class LogConfig(KafkaStyleConfig):
                 f"retention.commitoffset.ms ({self.retention_commitoffset_ms}) may not exceed "
                 f"retention.ms ({self.retention_ms}): consumed retention is the earlier of the two levels"
             )
+        if self.compression_gzip_level != -1 and not 1 <= self.compression_gzip_level <= 9:
+            raise ValueError(f"compression.gzip.level must be -1 or 1..9, got {self.compression_gzip_level}")
         if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
             raise ValueError("min.compaction.lag.ms may not exceed max.compaction.lag.ms")
         return self

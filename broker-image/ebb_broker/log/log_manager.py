@@ -49,7 +49,7 @@ from ebb_broker.log.errors import (
 )
 from ebb_broker.log.file_handles import FILES_PER_PARTITION, descriptor_limit, segment_file_budget
 from ebb_broker.log.log import Log, wall_clock_ms
-from ebb_broker.log.log_config import LogConfig, LogManagerConfig
+from ebb_broker.log.log_config import LONG_MAX, LogConfig, LogManagerConfig
 from ebb_broker.log.retention import CommittedOffsets, RetentionResult
 
 log = logging.getLogger(__name__)
@@ -449,6 +449,14 @@ class LogManager:
             report = self.cleaner.clean_filthiest()
             self.reaper.reap()
             return report
+
+    def flush_dirty_logs(self) -> int:
+        """Kafka's LogManager.flushDirtyLogs: fsync every log whose ``flush.ms`` passed since its last flush
+        and that has unflushed records. The broker calls this every log.flush.scheduler.interval.ms, off
+        the event loop; logs left at the default flush.ms (never) are skipped without their lock.
+        Returns how many logs were flushed."""
+        now = self.clock()
+        return sum(1 for lg in self.logs() if lg.config.flush_ms < LONG_MAX and lg.flush_if_due(now))
 
     def checkpoint(self) -> None:
         """Flush every log, then write the recovery-point, high-watermark and log-start checkpoints."""

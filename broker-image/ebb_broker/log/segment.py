@@ -328,6 +328,28 @@ class Segment:
                     return record.offset, record.timestamp
         return None
 
+    def max_timestamp_record(self) -> tuple[int, int] | None:
+        """KIP-734's MAX_TIMESTAMP within this segment: ``(offset, timestamp)`` of the first record carrying
+        the segment's largest timestamp, or None when it has no timestamps.
+
+        As Kafka 4's UnifiedLog: the segment tracks the last offset of the batch that raised its maximum
+        (``offset_of_max_timestamp``, rebuilt from the batch headers at load, so it survives a restart);
+        the first batch from there whose maxTimestamp is the maximum is decoded to find the record (the
+        validator made every stored batch's maxTimestamp its largest record timestamp).
+        """
+        if self.max_timestamp_so_far < 0:
+            return None
+        found = self.translate_offset(self.offset_of_max_timestamp)
+        if found is None:
+            return None
+        for _pos, header, raw in self.iter_batches(found[0]):
+            if header.max_timestamp == self.max_timestamp_so_far:
+                for record in decode_records(raw, header):
+                    if record.timestamp == self.max_timestamp_so_far:
+                        return record.offset, record.timestamp
+                return header.last_offset, header.max_timestamp  # a batch whose records are all gone
+        return None
+
     @property
     def largest_timestamp(self) -> int:
         """Max record timestamp, or the file's mtime when the segment has none (Kafka)."""

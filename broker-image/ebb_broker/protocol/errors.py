@@ -13,6 +13,7 @@ from ebb_broker.log import errors as L
 _CODES: list[tuple[type[Exception], int]] = [
     (L.CorruptRecordError, E.CorruptRecordError.errno),
     (L.InvalidRecordError, E.InvalidRecordError.errno),
+    (L.InvalidTimestampError, E.InvalidTimestampError.errno),
     (L.RecordTooLargeError, E.MessageSizeTooLargeError.errno),
     (L.OffsetOutOfRangeError, E.OffsetOutOfRangeError.errno),
     (L.PolicyViolationError, E.PolicyViolationError.errno),
@@ -30,6 +31,8 @@ _CODES: list[tuple[type[Exception], int]] = [
 
 def error_code(exc: Exception) -> int:
     """Kafka's error code for an engine exception; UNKNOWN_SERVER_ERROR for anything else."""
+    if isinstance(exc, L.RecordValidationError):  # KIP-467: the batch fails with its cause's code
+        exc = exc.cause
     for cls, code in _CODES:
         if isinstance(exc, cls):
             return code

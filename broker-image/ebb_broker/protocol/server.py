@@ -431,4 +431,6 @@ def encode_response(response: Any, api_version: int, correlation_id: int) -> lis
     # The body was built at `api_version` (ctx.response); passing version= again would make
     # kafka-python try to stamp it into a request header.
     encoded = bytes(response.encode(header=True, framed=True))
-    return split(encoded, files) if files else [encoded]
+    if not files:
+        return [encoded]
+    return split(encoded, files, flexible=type(response).flexible_version_q(api_version))

@@ -1,9 +1,13 @@
 """Fetch: v4-12 (API key 1)
 
 Behaviour:
-- Whole batches from the one containing the fetch offset (the engine's read), up to the
-  partition and request byte limits; the first non-empty partition always gets at least one
-  batch even if it is larger (KIP-74), so a consumer never stalls on a large batch.
+- Whole batches from the one containing the fetch offset (the engine's read). KIP-74 limits, as
+  Kafka's ReplicaManager applies them: each partition gets at most `partition_max_bytes` and the
+  response at most `max_bytes` in total, partitions taking from that budget in request order; the
+  first partition that has records gets at least its first whole batch even when that exceeds
+  either limit (so a consumer never stalls on a large batch); after it, a partition whose first
+  batch does not fit what is left answers no records rather than a partial batch. The last batch
+  of a partition may be cut short by the limit, as in Kafka (clients drop the incomplete tail).
 - A fetch below the log start offset, or above the log end offset, gets OFFSET_OUT_OF_RANGE;
   every partition carries log_start_offset (KIP-107) so consumers see the low watermark move.
 - Record bytes go from the segment files to the socket with os.sendfile (zero_copy.py).
@@ -15,6 +19,7 @@ Behaviour:
 - Needs READ on each TOPIC (else its partitions TOPIC_AUTHORIZATION_FAILED, no records).
 
 Version notes:
+- v3 (KIP-74): request-level max_bytes (v4 is the lowest served).
 - v4: isolation level, last stable offset, aborted transactions (always empty).
 - v5: log start offset. v7: sessions (answered sessionless). v9: current leader epoch (ignored).
 - v11: rack id / preferred read replica (-1). v12: flexible, diverging epoch (not computed).
@@ -46,7 +51,9 @@ def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int, list[F
     P = T.PartitionData
     topics = broker.logs.topics()
     unreadable = denied(ctx, Op.READ, TOPIC, (t.topic for t in request.topics))
-    budget = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
+    budget = request.max_bytes
+    # KIP-74: until a partition returned records, the next one may exceed the limits by its first batch.
+    min_one = True
     total = 0
     responses = []
     files: list[FileRecords] = []
@@ -61,9 +68,9 @@ def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int, list[F
             else:
                 plog = broker.logs.get_log(t.topic, p.partition)
                 try:
-                    limit = min(p.partition_max_bytes, budget) if total else p.partition_max_bytes
-                    if limit > 0:
-                        result = plog.read(p.fetch_offset, limit)
+                    limit = max(min(p.partition_max_bytes, budget), 0)
+                    if limit > 0 or min_one:
+                        result = plog.read(p.fetch_offset, limit, min_one_message=min_one)
                         hw, start = result.high_watermark, result.log_start_offset
                         if result.slices:
                             fr = FileRecords(list(result.slices))
@@ -74,6 +81,8 @@ def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int, list[F
                 except LogError as exc:
                     err = error_code(exc)
                     hw, start = plog.high_watermark, plog.log_start_offset
+            if size:
+                min_one = False
             total += size
             budget = max(budget - size, 0)
             parts.append(

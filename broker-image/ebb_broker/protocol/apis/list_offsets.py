@@ -2,7 +2,9 @@
 
 Behaviour:
 - Timestamp -2 (EARLIEST) answers the log start offset (KIP-107), -1 (LATEST) the high
-  watermark, -3 (MAX_TIMESTAMP, KIP-734) the offset of the largest timestamp; any other
+  watermark, -3 (MAX_TIMESTAMP, KIP-734) the first record carrying the largest timestamp (as
+  Kafka 4: from the segment's offsetOfMaxTimestamp, rebuilt from batch headers after a restart,
+  then the batch decoded); any other
   timestamp the first offset whose timestamp is at or after it (the time index), or offset -1
   and timestamp -1 when no record is that recent.
 - Errors are per partition. Needs DESCRIBE on each TOPIC (else TOPIC_AUTHORIZATION_FAILED).

@@ -3,8 +3,14 @@
 Behaviour:
 - v0-2 are advertised and answered with UNSUPPORTED_VERSION per partition, as Kafka 4 does
   (KAFKA-18659): librdkafka before 2.11.1 drops compression unless Produce v0 is advertised.
-- Batches are handed to the engine as received (opaque bytes: it validates header and CRC-32C,
-  stamps offsets, checks idempotent sequences); errors are per partition.
+- Each partition's batch goes to the engine, which validates it record by record as Kafka's
+  LogValidator does (one batch per partition, CRC-32C, count, record structure, offset deltas, keys
+  on compacted topics, timestamps against message.timestamp.{before,after}.max.ms, bounded
+  decompression), assigns the offsets itself, applies the topic's compression.type and checks
+  idempotent sequences; errors are per partition.
+- Refused records are named (KIP-467): INVALID_RECORD or INVALID_TIMESTAMP with `record_errors`
+  (batch index and message per culprit record) and an `error_message`; other refusals carry an
+  `error_message` too.
 - acks=0 gets no response. acks=1 and acks=-1 are the same on one node (the append is done
   before the response; durability follows log.flush.interval.messages like Kafka).
 - Unknown topics answer UNKNOWN_TOPIC_OR_PARTITION (clients create them through Metadata).
@@ -15,7 +21,8 @@ Behaviour:
 
 Version notes:
 - v2: log append time. v3: transactional id, v2 batches only. v5: log start offset.
-- v8: record errors and error message. v9: flexible. v10-12: current leader / node endpoints
+- v7: zstd (KIP-110); a zstd batch in v3-6 gets UNSUPPORTED_COMPRESSION_TYPE, as in Kafka.
+- v8: record errors and error message (KIP-467). v9: flexible. v10-12: current leader / node endpoints
   (tagged, left empty). v13 (topic ids) is not advertised.
 """
 
@@ -23,9 +30,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError, UnsupportedVersionError
+from kafka.errors import (
+    InvalidRequestError,
+    UnknownTopicOrPartitionError,
+    UnsupportedCompressionTypeError,
+    UnsupportedVersionError,
+)
 
-from ebb_broker.log.errors import LogError
+from ebb_broker.log.errors import LogError, RecordValidationError
 from ebb_broker.protocol.authz import (
     TOPIC,
     TOPIC_AUTHORIZATION_FAILED,
@@ -42,6 +54,13 @@ from ebb_broker.protocol.topics import has_partition
 
 API_KEY = 0
 FIRST_SERVED_VERSION = 3
+FIRST_ZSTD_VERSION = 7  # KIP-110
+ZSTD = 4
+
+
+def _codec(records: bytes | None) -> int:
+    """The compression codec of the batch's attributes (-1 when there is no header to read)."""
+    return records[22] & 0x07 if records is not None and len(records) > 22 else -1
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -66,17 +85,28 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         parts = []
         for p in t.partition_data:
             err, msg, base, append_time, start = 0, None, -1, -1, -1
+            record_errors: list[Any] = []
             if refuse is not None:
                 err, msg = refuse
             elif t.name in unwritable:
                 err = TOPIC_AUTHORIZATION_FAILED
             elif not has_partition(topics, t.name, p.index):
                 err = UnknownTopicOrPartitionError.errno
+            elif ctx.api_version < FIRST_ZSTD_VERSION and _codec(p.records) == ZSTD:
+                err, msg = UnsupportedCompressionTypeError.errno, "zstd needs Produce v7 or later"
             else:
                 try:
                     info = broker.logs.get_log(t.name, p.index).append(p.records or b"")
                     base, append_time, start = info.base_offset, info.log_append_time, info.log_start_offset
                     appended = True
+                except RecordValidationError as exc:  # KIP-467: name the refused records
+                    err, msg = error_code(exc), str(exc)
+                    record_errors = [
+                        P.BatchIndexAndErrorMessage(
+                            batch_index=e.batch_index, batch_index_error_message=e.message
+                        )
+                        for e in exc.record_errors
+                    ]
                 except LogError as exc:
                     err, msg = error_code(exc), str(exc)
             parts.append(
@@ -86,7 +116,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     base_offset=base,
                     log_append_time_ms=append_time,
                     log_start_offset=start,
-                    record_errors=[],
+                    record_errors=record_errors,
                     error_message=msg,
                 )
             )
