@@ -49,15 +49,24 @@ kind-down:
 
 # Runs inside the broker pod, whose image has kafka-python (the broker's protocol codec).
 define KIND_PRODUCE
+import os, ssl
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import TopicAlreadyExistsError
-admin = KafkaAdminClient(bootstrap_servers="127.0.0.1:9092")
+# The chart's broker speaks SASL_SSL by default: the admin's password and the broker's certificate are in
+# this container's environment (trusted as it is: the pod talks to itself).
+sec = {}
+if "ADMIN_PASSWORD" in os.environ:
+    ctx = ssl.create_default_context(cadata=os.environ["TLS_CERT"])
+    ctx.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    sec = dict(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="admin",
+               sasl_plain_password=os.environ["ADMIN_PASSWORD"], ssl_context=ctx)
+admin = KafkaAdminClient(bootstrap_servers="127.0.0.1:9092", **sec)
 try:
     admin.create_topics([NewTopic("orders", 3, 1)])
 except TopicAlreadyExistsError:
     pass
-producer = KafkaProducer(bootstrap_servers="127.0.0.1:9092")
+producer = KafkaProducer(bootstrap_servers="127.0.0.1:9092", **sec)
 for i in range(300):
     producer.send("orders", value=b"order-%d" % i, partition=i % 3)
 producer.flush()

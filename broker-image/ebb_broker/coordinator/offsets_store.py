@@ -21,6 +21,7 @@ from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC, partition_for
 from ebb_broker.log.records import Record, encode_batch
+from ebb_broker.log.validator import AppendOrigin
 
 if TYPE_CHECKING:
     from ebb_broker.log import LogManager
@@ -89,7 +90,9 @@ class OffsetsStore:
         for key, value in records:
             builder.append(now, key, value)
         builder.close()
-        self.logs.get_log(self.topic, partition).append(bytes(builder.buffer()))
+        self.logs.get_log(self.topic, partition).append(
+            bytes(builder.buffer()), origin=AppendOrigin.COORDINATOR
+        )
 
     def append_transactional(
         self,
@@ -108,7 +111,9 @@ class OffsetsStore:
             producer_epoch=producer_epoch,
             is_transactional=True,
         )
-        self.logs.get_log(self.topic, self.partition_for(group_id)).append(batch, coordinator=True)
+        self.logs.get_log(self.topic, self.partition_for(group_id)).append(
+            batch, origin=AppendOrigin.COORDINATOR
+        )
 
     def replay(self) -> Iterator[StoredRecord]:
         """Every record in log order, partition by partition (what a restart loads back)."""

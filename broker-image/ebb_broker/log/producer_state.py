@@ -19,12 +19,10 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ebb_broker.log.errors import InvalidProducerEpochError, OutOfOrderSequenceError
-from ebb_broker.log.records import BatchHeader
+from ebb_broker.log.records import COMMIT, BatchHeader
 
 BATCHES_TO_RETAIN = 5
 _SEQ_MOD = 2**31
-# Kafka's ControlRecordType in a control record's key (version int16, type int16).
-ABORT, COMMIT = 0, 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ebb_broker.log import files
 from ebb_broker.log.errors import CorruptIndexError, CorruptRecordError
+from ebb_broker.log.file_handles import LazyFile
 from ebb_broker.log.offset_index import OffsetIndex
 from ebb_broker.log.producer_state import CompletedTxn
 from ebb_broker.log.records import (
@@ -26,6 +27,7 @@ from ebb_broker.log.records import (
     BatchHeader,
     crc32c,
     decode_records,
+    read_end_txn_marker,
     read_header,
 )
 from ebb_broker.log.time_index import TimeIndex
@@ -62,9 +64,10 @@ class Segment:
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.temp = temp
-        self.log_path = files.segment_file(directory, base_offset, files.LOG_SUFFIX, temp)
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self._fd).st_size
+        # Opened on demand through the process's bounded descriptor cache (file_handles).
+        self._file = LazyFile(files.segment_file(directory, base_offset, files.LOG_SUFFIX, temp))
+        with self._file as fd:
+            self.size = os.fstat(fd).st_size
         self.created_ms = created_ms
         self._index_args = (max_index_size,)
         self.offset_index, self.time_index = self._open_indexes()
@@ -192,7 +195,8 @@ class Segment:
             valid_end = pos
         truncated = self.size - valid_end
         if truncated:
-            os.ftruncate(self._fd, valid_end)
+            with self._file as fd:
+                os.ftruncate(fd, valid_end)
             self.size = valid_end
             self.offset_index.truncate_to(self.next_offset)
             self.time_index.truncate_to(self.next_offset)
@@ -207,19 +211,15 @@ class Segment:
         return truncated
 
     def _control_type_at(self, pos: int, header: BatchHeader) -> int | None:
-        """The ControlRecordType (0 ABORT, 1 COMMIT) in the key of a control batch's first record."""
-        raw = os.pread(self._fd, header.size, pos)
-        try:
-            records = decode_records(raw, header)
-        except Exception:  # an unreadable control record is no marker: nothing completes
-            return None
-        key = records[0].key if records else None
-        if key is None or len(key) < 4:
-            return None
-        return int.from_bytes(key[2:4], "big", signed=True)
+        """The ControlRecordType (0 ABORT, 1 COMMIT) of the control batch at ``pos``."""
+        with self._file as fd:
+            raw = os.pread(fd, header.size, pos)
+        marker = read_end_txn_marker(raw, header)
+        return None if marker is None else marker[0]
 
     def _valid_header_at(self, pos: int, *, check_crc: bool) -> BatchHeader | None:
-        raw = os.pread(self._fd, HEADER_SIZE, pos)
+        with self._file as fd:
+            raw = os.pread(fd, HEADER_SIZE, pos)
         if len(raw) < HEADER_SIZE:
             return None
         header = read_header(raw)
@@ -232,7 +232,8 @@ class Segment:
         if header.last_offset_delta < 0:
             return None
         if check_crc:
-            body = os.pread(self._fd, header.size - CRC_START, pos + CRC_START)
+            with self._file as fd:
+                body = os.pread(fd, header.size - CRC_START, pos + CRC_START)
             if crc32c(body) != header.crc:
                 return None
         return header
@@ -242,7 +243,8 @@ class Segment:
     def append(self, buffers: Sequence[bytes | memoryview], batches: Sequence[BatchInfo]) -> None:
         """Write stamped batches at the end of the .log and index them sparsely."""
         pos = self.size
-        _pwritev_all(self._fd, buffers, pos)
+        with self._file as fd:
+            _pwritev_all(fd, buffers, pos)
         for b in batches:
             if b.max_timestamp > self.max_timestamp_so_far:
                 self.max_timestamp_so_far = b.max_timestamp
@@ -290,7 +292,8 @@ class Segment:
     # -- reads ----------------------------------------------------------------------------------------------
 
     def read_header_at(self, pos: int) -> BatchHeader:
-        return read_header(os.pread(self._fd, HEADER_SIZE, pos))
+        with self._file as fd:
+            return read_header(os.pread(fd, HEADER_SIZE, pos))
 
     def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >= ``offset`` (None past the end)."""
@@ -325,7 +328,8 @@ class Segment:
         end = self.size if end is None else end
         pos = start
         while pos < end:
-            chunk = os.pread(self._fd, min(_READ_CHUNK, end - pos), pos)
+            with self._file as fd:
+                chunk = os.pread(fd, min(_READ_CHUNK, end - pos), pos)
             view = memoryview(chunk)
             i = 0
             while i + HEADER_SIZE <= len(chunk):
@@ -338,7 +342,9 @@ class Segment:
                 header = self.read_header_at(pos)
                 if header.size <= 0 or pos + header.size > end:
                     raise CorruptRecordError(f"{self.log_path}: torn batch at byte {pos}")
-                yield pos, header, os.pread(self._fd, header.size, pos)
+                with self._file as fd:
+                    whole = os.pread(fd, header.size, pos)
+                yield pos, header, whole
                 i = header.size
             pos += i
 
@@ -358,16 +364,39 @@ class Segment:
                     return record.offset, record.timestamp
         return None
 
+    def max_timestamp_record(self) -> tuple[int, int] | None:
+        """KIP-734's MAX_TIMESTAMP within this segment: ``(offset, timestamp)`` of the first record carrying
+        the segment's largest timestamp, or None when it has no timestamps.
+
+        As Kafka 4's UnifiedLog: the segment tracks the last offset of the batch that raised its maximum
+        (``offset_of_max_timestamp``, rebuilt from the batch headers at load, so it survives a restart);
+        the first batch from there whose maxTimestamp is the maximum is decoded to find the record (the
+        validator made every stored batch's maxTimestamp its largest record timestamp).
+        """
+        if self.max_timestamp_so_far < 0:
+            return None
+        found = self.translate_offset(self.offset_of_max_timestamp)
+        if found is None:
+            return None
+        for _pos, header, raw in self.iter_batches(found[0]):
+            if header.max_timestamp == self.max_timestamp_so_far:
+                for record in decode_records(raw, header):
+                    if record.timestamp == self.max_timestamp_so_far:
+                        return record.offset, record.timestamp
+                return header.last_offset, header.max_timestamp  # a batch whose records are all gone
+        return None
+
     @property
     def largest_timestamp(self) -> int:
         """Max record timestamp, or the file's mtime when the segment has none (Kafka)."""
         if self.max_timestamp_so_far >= 0:
             return self.max_timestamp_so_far
-        return int(os.fstat(self._fd).st_mtime * 1000)
+        return self.last_modified_ms
 
     @property
     def last_modified_ms(self) -> int:
-        return int(os.fstat(self._fd).st_mtime * 1000)
+        with self._file as fd:
+            return int(os.fstat(fd).st_mtime * 1000)
 
     def set_last_modified(self, ms: int) -> None:
         os.utime(self.log_path, ns=(ms * 1_000_000, ms * 1_000_000))
@@ -375,16 +404,15 @@ class Segment:
     # -- files ----------------------------------------------------------------------------------------------
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        with self._file as fd:
+            os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
         self.txn_index.flush()
 
     def change_temp_suffix(self, temp: str) -> None:
         """Rename every file of the segment to carry ``temp`` ('' = live name)."""
-        new_log = files.segment_file(self.directory, self.base_offset, files.LOG_SUFFIX, temp)
-        self.log_path.replace(new_log)
-        self.log_path = new_log
+        self._file.rename(files.segment_file(self.directory, self.base_offset, files.LOG_SUFFIX, temp))
         self.offset_index.rename_to(
             files.segment_file(self.directory, self.base_offset, files.INDEX_SUFFIX, temp)
         )
@@ -397,9 +425,7 @@ class Segment:
         self.temp = temp
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._file.close()
         self.offset_index.close()
         self.time_index.close()
 
@@ -412,6 +438,10 @@ class Segment:
     def paths(self) -> list[Path]:
         txn = [self.txn_index.path] if self.txn_index.path.exists() else []
         return [self.log_path, self.offset_index.path, self.time_index.path, *txn]
+
+    @property
+    def log_path(self) -> Path:
+        return self._file.path
 
     def __repr__(self) -> str:
         return f"Segment({self.base_offset}, size={self.size}, next={self.next_offset}{self.temp})"

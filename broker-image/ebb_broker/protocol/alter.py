@@ -14,6 +14,15 @@ from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError
 
 from ebb_broker.dynamic_config import DynamicConfigError, Level
 from ebb_broker.log.errors import InvalidConfigError, LogError
+from ebb_broker.protocol.authz import (
+    CLUSTER,
+    CLUSTER_AUTHORIZATION_FAILED,
+    GROUP,
+    GROUP_AUTHORIZATION_FAILED,
+    TOPIC,
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed,
+)
 from ebb_broker.protocol.configs import (
     RESOURCE_BROKER,
     RESOURCE_GROUP,
@@ -21,13 +30,28 @@ from ebb_broker.protocol.configs import (
     render,
     topic_overrides,
 )
-from ebb_broker.protocol.context import Broker
+from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.errors import error_code
+from ebb_broker.security.acl import AclOperation
 
 log = logging.getLogger(__name__)
 
 # (current overrides, effective configs as strings) -> the new overrides
 Change = Callable[[dict[str, str], dict[str, str]], dict[str, str]]
+
+
+def config_refusal(
+    ctx: RequestContext, op: AclOperation, resource_type: int, name: str
+) -> tuple[int, str] | None:
+    """DESCRIBE_CONFIGS / ALTER_CONFIGS on the TOPIC (29), the GROUP (30) or, for a broker resource, the
+    CLUSTER (31), as Kafka's configsAuthorizationApiError."""
+    if resource_type == RESOURCE_TOPIC and not allowed(ctx, op, TOPIC, name):
+        return TOPIC_AUTHORIZATION_FAILED, f"{op.name} on the topic is not allowed"
+    if resource_type == RESOURCE_GROUP and not allowed(ctx, op, GROUP, name):
+        return GROUP_AUTHORIZATION_FAILED, f"{op.name} on the group is not allowed"
+    if resource_type == RESOURCE_BROKER and not allowed(ctx, op, CLUSTER):
+        return CLUSTER_AUTHORIZATION_FAILED, f"{op.name} on the cluster is not allowed"
+    return None
 
 
 def apply_broker_configs(
@@ -55,8 +79,6 @@ def apply_broker_configs(
     except (DynamicConfigError, InvalidConfigError) as exc:
         return InvalidRequestError.errno, str(exc)
     return 0, None
-
-
 def apply_topic_overrides(
     broker: Broker, resource_type: int, name: str, change: Change, validate_only: bool
 ) -> tuple[int, str | None]:

@@ -15,7 +15,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from ebb_broker.config import BrokerConfig
+from ebb_broker.config import SENSITIVE_KEYS, BrokerConfig
 from ebb_broker.dynamic_config import DYNAMIC_KEYS, ConfigSource, DynamicBrokerConfig, Level, Synonym
 from ebb_broker.log.log_config import LogConfig
 from ebb_broker.protocol.context import Broker
@@ -103,9 +103,14 @@ def describe_topic(broker: Broker, topic: str) -> list[tuple[str, Any, ConfigSou
     return out
 
 
+def is_sensitive(key: str) -> bool:
+    """Kafka's PASSWORD-type configs: DescribeConfigs shows them with a null value."""
+    return key in SENSITIVE_KEYS
+
+
 def describe_broker(config: BrokerConfig, dynamic: DynamicBrokerConfig | None) -> list[Described]:
     """Every broker config with its effective value and Kafka's synonym chain; only the dynamic keys
-    are writable."""
+    are writable, and sensitive ones are shown without their value (in the synonyms too)."""
     explicit = {BrokerConfig.model_fields[f].alias or f for f in config.model_fields_set}
     out = []
     for key, value in sorted(config.to_props().items()):
@@ -118,6 +123,8 @@ def describe_broker(config: BrokerConfig, dynamic: DynamicBrokerConfig | None) -
                     key, value, ConfigSource.STATIC_BROKER_CONFIG if static else ConfigSource.DEFAULT_CONFIG
                 )
             ]
+        if is_sensitive(key):
+            value, chain = None, [Synonym(s.name, None, s.source) for s in chain]
         out.append(Described(key, value, chain[0].source, key not in DYNAMIC_KEYS, chain))
     return out
 

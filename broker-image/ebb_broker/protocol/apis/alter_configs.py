@@ -11,6 +11,9 @@ Behaviour:
   takes effect at once, for every topic without its own override.
 - validate_only checks without applying. Group resources are refused (read-only here); unknown
   topics get UNKNOWN_TOPIC_OR_PARTITION.
+- Needs ALTER_CONFIGS on the TOPIC (else TOPIC_AUTHORIZATION_FAILED), the GROUP (else
+  GROUP_AUTHORIZATION_FAILED) or, for a broker, the CLUSTER (else CLUSTER_AUTHORIZATION_FAILED), per
+  resource; nothing of it changes.
 
 Version notes:
 - v1: no change. v2: flexible.
@@ -21,7 +24,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ebb_broker.protocol.alter import apply_topic_overrides
+from ebb_broker.protocol.alter import apply_topic_overrides, config_refusal
+from ebb_broker.protocol.authz import Op
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 
@@ -37,8 +41,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
     out = []
     for res in request.resources:
+        refused = config_refusal(ctx, Op.ALTER_CONFIGS, res.resource_type, res.resource_name)
         new = {c.name: c.value for c in res.configs}
-        err, msg = apply_topic_overrides(
+        err, msg = refused or apply_topic_overrides(
             ctx.broker,
             res.resource_type,
             res.resource_name,

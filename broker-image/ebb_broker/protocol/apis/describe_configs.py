@@ -7,11 +7,16 @@ Behaviour:
 - Brokers (type 4): this broker's id lists every broker config with its effective value, its
   synonym chain (dynamic broker, dynamic default, static, default) and read_only false only for
   the dynamic keys; "" lists the cluster-wide dynamic defaults that are set, as Kafka does.
+  Passwords and private keys have a null value (in the synonyms too) and is_sensitive, as Kafka's
+  PASSWORD type.
 - Groups (type 32, KIP-848): `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms`
   with Kafka's defaults (45000, 5000) for any group, read-only (Kafka lets them be altered and
   also lists its share- and streams-group configs).
 - Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, other resources INVALID_REQUEST, each in its own
   result.
+- Needs DESCRIBE_CONFIGS on the TOPIC (else TOPIC_AUTHORIZATION_FAILED), the GROUP (else
+  GROUP_AUTHORIZATION_FAILED) or, for a broker, the CLUSTER (else CLUSTER_AUTHORIZATION_FAILED), per
+  resource.
 
 Version notes:
 - v1: config source and synonyms. v3: config type and documentation (documentation is null).
@@ -25,6 +30,8 @@ from typing import Any
 from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError
 
 from ebb_broker.dynamic_config import ConfigSource, Synonym
+from ebb_broker.protocol.alter import config_refusal
+from ebb_broker.protocol.authz import Op
 from ebb_broker.protocol.configs import (
     RESOURCE_BROKER,
     RESOURCE_GROUP,
@@ -35,6 +42,7 @@ from ebb_broker.protocol.configs import (
     describe_broker_defaults,
     describe_group,
     describe_topic,
+    is_sensitive,
     render,
 )
 from ebb_broker.protocol.context import Broker, RequestContext
@@ -67,7 +75,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     C = R.DescribeConfigsResourceResult
     results = []
     for res in request.resources:
-        err, msg, entries = _entries(ctx.broker, res.resource_type, res.resource_name)
+        refused = config_refusal(ctx, Op.DESCRIBE_CONFIGS, res.resource_type, res.resource_name)
+        err, msg, entries = (
+            (*refused, [])
+            if refused is not None
+            else _entries(ctx.broker, res.resource_type, res.resource_name)
+        )
         wanted = set(res.configuration_keys) if res.configuration_keys else None
         configs = [
             C(
@@ -76,7 +89,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 read_only=e.read_only,
                 config_source=int(e.source),
                 is_default=e.source == ConfigSource.DEFAULT_CONFIG,
-                is_sensitive=False,
+                is_sensitive=is_sensitive(e.name),
                 synonyms=[
                     C.DescribeConfigsSynonym(name=s.name, value=render(s.value), source=int(s.source))
                     for s in e.synonyms

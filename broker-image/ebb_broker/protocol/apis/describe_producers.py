@@ -4,6 +4,7 @@ Behaviour:
 - The producers a partition knows (KIP-664, `kafka-transactions.sh describe-producers` and
   `find-hanging`): producer id, epoch, last sequence and timestamp, and the first offset of its open
   transaction (-1 when none). Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION.
+- Needs READ on each TOPIC (else its partitions TOPIC_AUTHORIZATION_FAILED), as Kafka's KafkaApis.
 - The coordinator epoch is the one of the last marker (-1 before any).
 
 Version notes:
@@ -16,6 +17,7 @@ from typing import Any
 
 from kafka.errors import UnknownTopicOrPartitionError
 
+from ebb_broker.protocol.authz import TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, denied
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import has_partition
@@ -30,15 +32,21 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     T = cls.TopicResponse
     P = T.PartitionResponse
     S = P.ProducerState
+    unreadable = denied(ctx, Op.READ, TOPIC, (t.name for t in request.topics))
     out = []
     for t in request.topics:
         parts = []
         for p in t.partition_indexes:
-            if not has_partition(topics, t.name, p):
+            refused = (
+                TOPIC_AUTHORIZATION_FAILED
+                if t.name in unreadable
+                else (0 if has_partition(topics, t.name, p) else UnknownTopicOrPartitionError.errno)
+            )
+            if refused:
                 parts.append(
                     P(
                         partition_index=p,
-                        error_code=UnknownTopicOrPartitionError.errno,
+                        error_code=refused,
                         error_message=None,
                         active_producers=[],
                     )

@@ -5,6 +5,8 @@ Behaviour:
   (Empty, Ongoing, PrepareCommit, ...), timeout, start time (-1 outside a transaction), producer id
   and epoch, and the partitions of the ongoing transaction; TRANSACTIONAL_ID_NOT_FOUND for an id
   this coordinator does not know.
+- Needs DESCRIBE on each TRANSACTIONAL_ID (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for it); the
+  partitions of topics the session may not DESCRIBE are left out, as Kafka's KafkaApis does.
 
 Version notes:
 - v0 only.
@@ -16,6 +18,14 @@ from typing import Any
 
 from kafka.errors import TransactionalIdNotFoundError
 
+from ebb_broker.protocol.authz import (
+    TOPIC,
+    TRANSACTIONAL_ID,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    Op,
+    allowed,
+    denied,
+)
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.transactions import transaction_coordinator
@@ -29,11 +39,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     S = cls.TransactionState
     states = []
     for txn_id in request.transactional_ids:
-        meta = txn.describe(txn_id)
+        may_describe = allowed(ctx, Op.DESCRIBE, TRANSACTIONAL_ID, txn_id)
+        meta = txn.describe(txn_id) if may_describe else None
         if meta is None:
             states.append(
                 S(
-                    error_code=TransactionalIdNotFoundError.errno,
+                    error_code=TransactionalIdNotFoundError.errno
+                    if may_describe
+                    else TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                     transactional_id=txn_id,
                     transaction_state="",
                     transaction_timeout_ms=0,
@@ -44,9 +57,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 )
             )
             continue
+        hidden = denied(ctx, Op.DESCRIBE, TOPIC, (t for t, _p in meta.partitions))
         by_topic: dict[str, list[int]] = {}
         for topic, p in sorted(meta.partitions):
-            by_topic.setdefault(topic, []).append(p)
+            if topic not in hidden:
+                by_topic.setdefault(topic, []).append(p)
         states.append(
             S(
                 error_code=0,

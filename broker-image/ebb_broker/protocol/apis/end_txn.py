@@ -7,6 +7,7 @@ Behaviour:
   it happens before the answer.
 - A retried EndTxn of the outcome already reached answers NONE; the opposite outcome, or an EndTxn
   without a transaction, INVALID_TXN_STATE. PRODUCER_FENCED for an old epoch.
+- Needs WRITE on the TRANSACTIONAL_ID (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
 Version notes:
 - v1: no change. v2: PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before, KIP-588). v3: flexible.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ebb_broker.protocol.authz import TRANSACTIONAL_ID, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.transactions import fenced_as, transaction_coordinator
@@ -25,6 +27,8 @@ API_KEY = 26
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not allowed(ctx, Op.WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        return ctx.response(throttle_time_ms=0, error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     error = transaction_coordinator(ctx).end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, bool(request.committed)
     )

@@ -7,6 +7,9 @@ Behaviour:
 - A transactional id (KIP-98) goes to the transaction coordinator: a new id gets a producer id and
   epoch 0, a known one the next epoch (fencing the previous instance and aborting its open
   transaction); INVALID_TRANSACTION_TIMEOUT beyond transaction.max.timeout.ms.
+- Authorization: WRITE on the TRANSACTIONAL_ID (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an
+  idempotent producer needs IDEMPOTENT_WRITE on the CLUSTER or WRITE on any TOPIC (KIP-679; else
+  CLUSTER_AUTHORIZATION_FAILED).
 
 Version notes:
 - v2: flexible. v3: producer id/epoch in the request (KIP-360). v4: PRODUCER_FENCED code
@@ -18,6 +21,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ebb_broker.protocol.authz import (
+    CLUSTER,
+    CLUSTER_AUTHORIZATION_FAILED,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    Op,
+    allowed,
+    allowed_on_any,
+)
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.transactions import fenced_as, transaction_coordinator
@@ -26,7 +39,21 @@ API_KEY = 22
 _MAX_EPOCH = 32767
 
 
+def _refused(ctx: RequestContext, transactional_id: str | None) -> int:
+    """WRITE on the TRANSACTIONAL_ID; an idempotent producer needs IDEMPOTENT_WRITE on the CLUSTER or
+    WRITE on any TOPIC (KIP-679), as Kafka's KafkaApis."""
+    if transactional_id is not None:
+        ok = allowed(ctx, Op.WRITE, TRANSACTIONAL_ID, transactional_id)
+        return 0 if ok else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if allowed(ctx, Op.IDEMPOTENT_WRITE, CLUSTER) or allowed_on_any(ctx, Op.WRITE, TOPIC):
+        return 0
+    return CLUSTER_AUTHORIZATION_FAILED
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    refused = _refused(ctx, request.transactional_id)
+    if refused:
+        return ctx.response(throttle_time_ms=0, error_code=refused, producer_id=-1, producer_epoch=-1)
     if request.transactional_id is not None:
         v3 = ctx.api_version >= 3
         result = transaction_coordinator(ctx).init_producer_id(

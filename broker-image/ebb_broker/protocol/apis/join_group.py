@@ -10,6 +10,7 @@ Behaviour:
 - A static member rejoining a Stable group with an unknown member id (its client restarted) takes
   its old place and assignment without a rebalance; the old member id gets FENCED_INSTANCE_ID.
 - The leader receives every member's metadata for the chosen protocol; followers get none.
+- Needs READ on the GROUP (else GROUP_AUTHORIZATION_FAILED, the whole response).
 
 Version notes:
 - v1: rebalance timeout (session timeout used before it, as Kafka does).
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ebb_broker.protocol.authz import GROUP, GROUP_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 
@@ -31,6 +33,8 @@ API_KEY = 11
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not allowed(ctx, Op.READ, GROUP, request.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED)
     result = await ctx.broker.groups.join(
         group_id=request.group_id,
         member_id=request.member_id or "",

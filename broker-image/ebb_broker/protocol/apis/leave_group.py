@@ -7,6 +7,7 @@ Behaviour:
   `kafka-consumer-groups --delete-members` does; a stale member id of a static member gets
   FENCED_INSTANCE_ID.
 - Static consumers do not send LeaveGroup when they close: their session timeout removes them.
+- Needs READ on the GROUP (else GROUP_AUTHORIZATION_FAILED, the whole response).
 
 Version notes:
 - v1: throttle time. v3: members array with group instance ids. v4: flexible. v5: reason.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ebb_broker.protocol.authz import GROUP, GROUP_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 
@@ -23,6 +25,8 @@ API_KEY = 13
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not allowed(ctx, Op.READ, GROUP, request.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED)
     groups = ctx.broker.groups
     if ctx.api_version < 3:
         error, errors = groups.leave(request.group_id, [(request.member_id, None)])

@@ -4,6 +4,7 @@ Behaviour:
 - Every transactional id this coordinator knows (KIP-664, `kafka-transactions.sh list`) with its
   producer id and state, filtered by state names, producer ids and (v1, KIP-994) a minimum running
   time; state names it does not know come back in unknown_state_filters.
+- Lists only the transactional ids the session may DESCRIBE (Kafka's KafkaApis filter).
 
 Version notes:
 - v1: duration filter. v2 (transactional id pattern, KIP-1152) is not advertised.
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ebb_broker.coordinator.transaction_records import TxnState
+from ebb_broker.protocol.authz import TRANSACTIONAL_ID, Op, denied
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.transactions import transaction_coordinator
@@ -26,6 +28,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     states = set(request.state_filters or [])
     duration = request.duration_filter if ctx.api_version >= 1 else -1
     listed = transaction_coordinator(ctx).list(states, set(request.producer_id_filters or []), duration)
+    hidden = denied(ctx, Op.DESCRIBE, TRANSACTIONAL_ID, (m.transactional_id for m in listed))
     cls = ctx.response_class
     return ctx.response(
         throttle_time_ms=0,
@@ -38,6 +41,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 transaction_state=m.state.kafka_name,
             )
             for m in sorted(listed, key=lambda m: m.transactional_id)
+            if m.transactional_id not in hidden
         ],
     )
 

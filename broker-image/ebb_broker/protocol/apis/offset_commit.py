@@ -8,6 +8,8 @@ Behaviour:
   session alive.
 - Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest are written to
   `__consumer_offsets` (OffsetCommitValue v3) in one batch before the response.
+- Needs READ on the GROUP (else every partition GROUP_AUTHORIZATION_FAILED, nothing committed) and
+  READ on each TOPIC (else its partitions TOPIC_AUTHORIZATION_FAILED), as Kafka's KafkaApis.
 - Metadata longer than offset.metadata.max.bytes (4096) gets OFFSET_METADATA_TOO_LARGE.
 
 Version notes:
@@ -25,6 +27,15 @@ from typing import Any
 from kafka.errors import OffsetMetadataTooLargeError, UnknownTopicOrPartitionError
 
 from ebb_broker.coordinator.offsets import CommittedOffset
+from ebb_broker.protocol.authz import (
+    GROUP,
+    GROUP_AUTHORIZATION_FAILED,
+    TOPIC,
+    TOPIC_AUTHORIZATION_FAILED,
+    Op,
+    allowed,
+    denied,
+)
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import has_partition
@@ -35,13 +46,19 @@ API_KEY = 8
 async def handle(ctx: RequestContext, request: Any) -> Any:
     groups = ctx.broker.groups
     topics = ctx.broker.logs.topics()
-    group_error = groups.validate_commit(
-        request.group_id,
-        request.generation_id_or_member_epoch,
-        request.member_id or "",
-        request.group_instance_id if ctx.api_version >= 7 else None,
-        ctx.api_version,
+    # READ on the GROUP first (else every partition GROUP_AUTHORIZATION_FAILED), then READ per TOPIC.
+    group_error = (
+        groups.validate_commit(
+            request.group_id,
+            request.generation_id_or_member_epoch,
+            request.member_id or "",
+            request.group_instance_id if ctx.api_version >= 7 else None,
+            ctx.api_version,
+        )
+        if allowed(ctx, Op.READ, GROUP, request.group_id)
+        else GROUP_AUTHORIZATION_FAILED
     )
+    unreadable = denied(ctx, Op.READ, TOPIC, (t.name for t in request.topics))
     now = int(time.time() * 1000)
     commits: dict[tuple[str, int], CommittedOffset] = {}
     errors: dict[tuple[str, int], int] = {}
@@ -51,6 +68,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             metadata = p.committed_metadata or ""
             if group_error:
                 errors[tp] = group_error
+            elif t.name in unreadable:
+                errors[tp] = TOPIC_AUTHORIZATION_FAILED
             elif not has_partition(topics, t.name, p.partition_index):
                 errors[tp] = UnknownTopicOrPartitionError.errno
             elif len(metadata.encode()) > groups.config.offset_metadata_max_bytes:

@@ -6,6 +6,7 @@ Behaviour:
 - Followers wait for the leader; a new rebalance answers them with REBALANCE_IN_PROGRESS.
 - Members that do not send SyncGroup within the rebalance timeout are removed and the group
   rebalances again.
+- Needs READ on the GROUP (else GROUP_AUTHORIZATION_FAILED, the whole response).
 
 Version notes:
 - v3: group instance id. v4: flexible. v5: protocol type and name: INCONSISTENT_GROUP_PROTOCOL when
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ebb_broker.protocol.authz import GROUP, GROUP_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 
@@ -23,6 +25,8 @@ API_KEY = 14
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not allowed(ctx, Op.READ, GROUP, request.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED)
     result = await ctx.broker.groups.sync(
         group_id=request.group_id,
         generation=request.generation_id,

@@ -11,6 +11,9 @@ Behaviour:
   after an ABORT.
 - Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION; metadata over offset.metadata.max.bytes
   OFFSET_METADATA_TOO_LARGE.
+- Needs WRITE on the TRANSACTIONAL_ID (else every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+  READ on the GROUP (else every partition GROUP_AUTHORIZATION_FAILED) and READ on each TOPIC (else
+  its partitions TOPIC_AUTHORIZATION_FAILED), as Kafka's KafkaApis; nothing refused is written.
 
 Version notes:
 - v1: no change. v2: committed leader epoch. v3: generation, member id, group instance id, flexible;
@@ -26,6 +29,17 @@ from kafka.errors import OffsetMetadataTooLargeError, UnknownTopicOrPartitionErr
 
 from ebb_broker.coordinator.offsets import CommittedOffset
 from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC
+from ebb_broker.protocol.authz import (
+    GROUP,
+    GROUP_AUTHORIZATION_FAILED,
+    TOPIC,
+    TOPIC_AUTHORIZATION_FAILED,
+    TRANSACTIONAL_ID,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    Op,
+    allowed,
+    denied,
+)
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import has_partition
@@ -38,7 +52,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     groups = ctx.broker.groups
     txn = transaction_coordinator(ctx)
     offsets_tp = (OFFSETS_TOPIC, groups.store.partition_for(request.group_id))
-    error = txn.verify(request.transactional_id, request.producer_id, request.producer_epoch, offsets_tp)
+    unreadable: set[str] = set()
+    if not allowed(ctx, Op.WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        error = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not allowed(ctx, Op.READ, GROUP, request.group_id):
+        error = GROUP_AUTHORIZATION_FAILED
+    else:
+        unreadable = denied(ctx, Op.READ, TOPIC, (t.name for t in request.topics))
+        error = txn.verify(request.transactional_id, request.producer_id, request.producer_epoch, offsets_tp)
     if not error:
         v3 = ctx.api_version >= 3
         error = groups.validate_txn_commit(
@@ -58,6 +79,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             metadata = p.committed_metadata or ""
             if error:
                 errors[tp] = error
+            elif t.name in unreadable:
+                errors[tp] = TOPIC_AUTHORIZATION_FAILED
             elif not has_partition(topics, t.name, p.partition_index):
                 errors[tp] = UnknownTopicOrPartitionError.errno
             elif len(metadata.encode()) > groups.config.offset_metadata_max_bytes:

@@ -247,8 +247,9 @@ class PolicyRunner:
         rt = self.rt
         target = await cluster.resolve(rt, self.namespace, spec.cluster_ref, spec.cluster)
         metadata = await rt.admins.call(target.connection, lambda a: a.metadata())
-        matched = sorted(t for t in metadata.topics if spec.topics.matches(t))
-        target.access.check_retention_policy(spec, matched)  # Forbidden: nothing was sent to Kafka
+        matched = await asyncio.to_thread(spec.topics.select, metadata.topics)
+        # Forbidden: nothing was sent to Kafka.
+        await asyncio.to_thread(target.access.check_retention_policy, spec, matched)
         self._matched(bool(matched))
         if not matched:
             self._record(
