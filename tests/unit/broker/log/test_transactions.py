@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from ebb_broker.log import files
-from ebb_broker.log.errors import InvalidProducerEpochError
+from ebb_broker.log.errors import InvalidProducerEpochError, InvalidRecordError
 from ebb_broker.log.log_manager import LogManager
-from ebb_broker.log.records import Record, encode_batch, iter_headers
+from ebb_broker.log.records import Record, decode_records, encode_batch, iter_headers
 from ebb_broker.log.transaction_index import AbortedTxn
+from tests.record_batches import raw_batch, record
 from tests.unit.broker.log.log_helpers import T0, Clock, batch, read_all
 
 
@@ -164,3 +165,35 @@ def test_the_last_stable_offset_never_falls_below_the_log_start_offset(make_log)
     assert lg.last_stable_offset == 1
     lg.delete_records(2)
     assert lg.last_stable_offset == 2
+
+
+def test_transactional_batches_and_markers_go_through_the_validator(make_log, clock: Clock) -> None:  # type: ignore[no-untyped-def]
+    """Kafka's LogValidator: a transactional batch is checked record by record and recompressed like any
+    other (compression.type), a marker (origin COORDINATOR) is stamped but keeps its codec ("do not
+    compress control records"), and a client may not write one."""
+    lg = make_log(compression_type="gzip", message_timestamp_type="LogAppendTime")
+    lg.append(txn_batch(1, 0, b"a", b"b"))  # 0-1
+    lg.append_marker(1, 0, commit=True, coordinator_epoch=5)  # 2
+    data = lg.read(0, 1 << 20).to_bytes()
+    stored = [(h, data[p : p + h.size]) for p, h in iter_headers(data)]
+    assert [(h.is_transactional, h.is_control, h.compression) for h, _r in stored] == [
+        (True, False, 1),
+        (True, True, 0),
+    ]
+    assert [h.max_timestamp for h, _r in stored] == [clock.now, clock.now]  # LogAppendTime for both
+    assert [(r.key, r.value) for r in decode_records(stored[1][1])] == [
+        (b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x05")  # COMMIT, coordinator epoch 5
+    ]
+    lying = raw_batch(record(0), 2, attributes=0x10, producer_id=1, base_sequence=2)  # count 2, one record
+    with pytest.raises(InvalidRecordError):
+        lg.append(lying)
+    control = encode_batch(
+        [Record(0, T0, b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00")],
+        base_offset=0,
+        producer_id=1,
+        is_transactional=True,
+        is_control=True,
+    )
+    with pytest.raises(InvalidRecordError, match="control records"):
+        lg.append(control)
+    assert lg.log_end_offset == lg.last_stable_offset == 3
