@@ -241,9 +241,8 @@ def _measure(targets: list[Target], java_tools: bool) -> None:
         t.row["produce_p50_ms"], t.row["produce_p99_ms"] = _produce_latency(t.bootstrap, "bench-lat")
 
     def txn_produce(t: Target) -> None:
-        AdminClient({"bootstrap.servers": t.bootstrap}).create_topics([NewTopic("bench-txn", 1, 1)])[
-            "bench-txn"
-        ].result(30)
+        admin = AdminClient({"bootstrap.servers": t.bootstrap})
+        admin.create_topics([NewTopic("bench-txn", 1, 1)])["bench-txn"].result(30)
         with _broker_cpu(t.pid, t.row, "txn_produce_cpu_us_rec", TXN_RECORDS):
             t.row["txn_produce_rec_s"] = _txn_produce_throughput(t.bootstrap, "bench-txn")
 
