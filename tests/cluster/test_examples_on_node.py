@@ -4,12 +4,13 @@ reads on from where it was, with no gap and no offset reset."""
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from typing import Any
 
 import pytest
 
-from tests.cluster.conftest import EXAMPLES, TOOLBOX, Release, start_client, wait_until
+from tests.cluster.conftest import EXAMPLES, TOOLBOX, Release, Say, start_client, wait_until
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -25,7 +26,12 @@ def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
-def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(release: Release) -> None:
+def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(release: Release, say: Say) -> None:
+    began = time.monotonic()
+
+    def phase(what: str) -> None:
+        say(f"examples: {what} after {time.monotonic() - began:.1f} s")
+
     assert release.pod_json_lines(TOOLBOX, "create-topics", "orders:3", "customer-profiles:1") == [
         {"topic": "orders"},
         {"topic": "customer-profiles"},
@@ -48,6 +54,7 @@ def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(release: Relea
         "billing's commits at 30, 30, 30", lambda: _committed(release) == {"0": 30, "1": 30, "2": 30}, 60
     )
 
+    phase("90 records read and committed by the reader pod")
     release.kubectl(
         "apply",
         "-f", str(EXAMPLES / "delete-records.yaml"),
@@ -67,6 +74,7 @@ def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(release: Relea
         (2, 30),
     ]
     assert release.pod_json_lines(TOOLBOX, "log-start", "orders") == [{"0": 30, "1": 30, "2": 30}]
+    phase("DeleteRecords example succeeded")
 
     second = release.pod_json_lines(TOOLBOX, "produce", "orders", "90", "--prefix", "b", "--spread", "3")
     assert second[-1] == {"done": 90}, second[-3:]
@@ -76,6 +84,8 @@ def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(release: Relea
     for record in _records(lines):
         offsets[record["partition"]].append(record["offset"])
     assert {p: sorted(o) for p, o in offsets.items()} == {p: list(range(60)) for p in range(3)}
+
+    phase("the reader read on without a gap")
 
     def cc_ready() -> dict[str, Any] | None:
         obj = release.get("compactionconfig", "customer-profiles")
@@ -87,6 +97,8 @@ def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(release: Relea
     (configs,) = release.pod_json_lines(TOOLBOX, "describe-topic-configs", "customer-profiles")
     assert configs["cleanup.policy"] == "compact"
     assert configs["min.compaction.lag.ms"] == str(10 * 60 * 1000)
+
+    phase("CompactionConfig example applied")
 
     # The RetentionPolicy example: a dry run of the Local engine (PySpark inside the operator pod).
     def rp_ran() -> dict[str, Any] | None:
@@ -100,6 +112,7 @@ def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(release: Relea
     # billing has read everything, but nothing is older than consumedRetention (1h): no cut yet.
     assert last["message"].startswith("dry run: would delete 0 records"), last
     assert policy["summary"]["topics"] == 1 and policy["summary"]["deletableRecords"] == 0, policy
+    phase("RetentionPolicy example's dry run (Local engine) done")
 
 
 def _committed(release: Release) -> dict[str, int]:
