@@ -121,6 +121,18 @@ def _run_dir() -> Path:
     return Path("/run/ebb-docker")
 
 
+def _unmount_below(*roots: Path) -> None:
+    """Mounts dockerd leaves under its directories when it is killed (its data root bind-mounted onto
+    itself, build containers' root filesystems, the build secrets' tmpfs): deepest first, lazily."""
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4]
+        if any(point == str(r) or point.startswith(f"{r}/") for r in roots):
+            points.append(point)
+    for point in sorted(points, key=lambda p: p.count("/"), reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, timeout=60)
+
+
 def _start_dockerd(client: str) -> tuple[subprocess.Popen[bytes], str, IO[bytes]]:
     dockerd = shutil.which("dockerd") or "/usr/sbin/dockerd"
     if not Path(dockerd).exists():
@@ -134,6 +146,7 @@ def _start_dockerd(client: str) -> tuple[subprocess.Popen[bytes], str, IO[bytes]
     run.mkdir(parents=True, exist_ok=True)
     data_root = cache_dir() / "docker"
     data_root.mkdir(parents=True, exist_ok=True)
+    _unmount_below(data_root, run)  # left by a dockerd of ours that was killed
     sock = run / "docker.sock"
     host = f"unix://{sock}"
     log_path = run / "dockerd.log"
@@ -201,4 +214,5 @@ def docker_engine() -> Iterator[DockerEngine]:
     finally:
         _stop(popen)
         log.close()
+        _unmount_below(cache_dir() / "docker", _run_dir())
         print("    dockerd stopped", flush=True)

@@ -54,17 +54,30 @@ class NodeBinaries:
         return self.root / "spark-operator-crds"
 
     @property
+    def spark_operator_chart(self) -> Path:
+        return self.root / "spark-operator-chart"
+
+    @property
     def local_path_manifest(self) -> Path:
         return self.root / "local-path-storage.yaml"
 
     @classmethod
     def from_cache(cls) -> NodeBinaries:
         root = cache_dir() / "node" / node_pin()
-        if not (root / "bin" / ".complete").is_file():
+        found = cls(root)
+        if not all(
+            p.exists()
+            for p in (
+                root / "bin" / ".complete",
+                found.local_path_manifest,
+                found.spark_operator_crds,
+                found.spark_operator_chart,
+            )
+        ):
             raise NodeBinariesMissing(
                 f"the node's binaries {node_pin()} are not built in {root}/bin: run `make harness-node` "
                 "(harness/node/build.sh: kubelet, kube-proxy, kube-controller-manager, kube-scheduler, "
                 "CoreDNS, local-path-provisioner, the Spark operator, promtool and pause, once; 25-40 min "
                 "of CPU cold)"
             )
-        return cls(root)
+        return found

@@ -2,12 +2,13 @@
 
 It is built from its module by harness/node/build.sh, with its own CRDs (SparkApplication,
 ScheduledSparkApplication, SparkConnect), which are applied server-side (the SparkApplication CRD is
-800 KB, over the client-side apply annotation's limit). It runs as a host process, as the control
-plane does, not as a pod: upstream's image is `apache/spark` plus the binary and cannot be pulled here.
-What it does is what it does in its pod: it runs `$SPARK_HOME/bin/spark-submit` (SPARK_HOME is the
-pyspark package of this venv, a Spark distribution with the Kubernetes jars) against the API server at
-KUBERNETES_SERVICE_HOST:PORT, which creates the driver pod; the driver creates the executor pods; the
-operator follows them into `status.applicationState`.
+800 KB, over the client-side apply annotation's limit), and its chart, whose controller ServiceAccount
+and RBAC (`spark.jobNamespaces`) are installed: the controller runs under that account's token. It runs
+as a host process, as the control plane does, not as a pod: upstream's image is `apache/spark` plus the
+binary and cannot be pulled here. What it does is what it does in its pod: it runs
+`$SPARK_HOME/bin/spark-submit` (SPARK_HOME is the pyspark package of this venv, a Spark distribution with
+the Kubernetes jars) against the API server at KUBERNETES_SERVICE_HOST:PORT, which creates the driver
+pod; the driver creates the executor pods; the operator follows them into `status.applicationState`.
 
 spark-submit reads `$SPARK_CONF_DIR/spark-defaults.conf`, where a Spark operator's installation keeps its
 cluster-wide defaults. Here: harness.spark_env.SMALL_SPARK_CONF, and CPU *requests* of 100m for driver
@@ -21,16 +22,21 @@ import contextlib
 import importlib.util
 import os
 import shutil
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+
+import yaml
 
 from harness.node import Cluster, NodeError
 from harness.ports import free_port
 from harness.server_process import ServerProcess, wait_for
 from harness.spark_env import SMALL_SPARK_CONF
 
+NAMESPACE = "spark-operator"
+RELEASE = "spark-operator"  # the controller's ServiceAccount is <release>-controller
 SMALL_POD_REQUESTS = {
     "spark.kubernetes.driver.request.cores": "100m",
     "spark.kubernetes.executor.request.cores": "100m",
@@ -49,9 +55,15 @@ def apply_crds(cluster: Cluster) -> None:
     """The Spark operator's own CRDs, from its module (server-side: the SparkApplication CRD is 800 KB)."""
     crds = cluster.binaries.spark_operator_crds
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crds), timeout=120)
-    cluster.kubectl(
-        "wait", "--for=condition=Established", "crd/sparkapplications.sparkoperator.k8s.io", "--timeout=60s"
-    )
+    # `kubectl wait` fails at once while a new CRD has no conditions yet: poll, bounded.
+    path = '{.status.conditions[?(@.type=="Established")].status}'
+    deadline = time.monotonic() + _START_TIMEOUT
+    for crd in sorted(p.name.split("_", 1)[1].removesuffix(".yaml") for p in crds.glob("*.yaml")):
+        name = f"{crd}.sparkoperator.k8s.io"
+        while cluster.kubectl("get", "crd", name, "-o", f"jsonpath={path}", check=False).stdout != "True":
+            if time.monotonic() > deadline:
+                raise NodeError(f"CRD {name} not Established after {_START_TIMEOUT:.0f} s")
+            time.sleep(0.5)
 
 
 def _ready(port: int) -> bool:
@@ -62,10 +74,57 @@ def _ready(port: int) -> bool:
         return False
 
 
+def controller_kubeconfig(cluster: Cluster, namespaces: list[str], workdir: Path) -> Path:
+    """The controller's ServiceAccount and RBAC from the Spark operator's own chart (for the job
+    namespaces), and a kubeconfig with a token of that account."""
+    if cluster.kubectl("get", "namespace", NAMESPACE, check=False).returncode != 0:
+        cluster.kubectl("create", "namespace", NAMESPACE)
+    rendered = cluster.helm(
+        "template", RELEASE, str(cluster.binaries.spark_operator_chart), "--namespace", NAMESPACE,
+        "--set", f"spark.jobNamespaces={{{','.join(namespaces)}}}",
+        "--show-only", "templates/controller/rbac.yaml",
+        "--show-only", "templates/controller/serviceaccount.yaml",
+    ).stdout  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", stdin=rendered)
+    # pyspark 4.3's spark-submit also creates a NetworkPolicy for each driver (server-side apply, Spark's
+    # NetworkPolicyFeatureStep), which the 2.5.2 chart, made for Spark 4.0, does not grant: a user
+    # submitting with Spark 4.3 needs this rule too (README, SparkApplication engine).
+    for namespace in namespaces:
+        role = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": f"{RELEASE}-network-policies", "namespace": namespace},
+            "rules": [
+                {
+                    "apiGroups": ["networking.k8s.io"],
+                    "resources": ["networkpolicies"],
+                    "verbs": ["get", "create", "patch", "delete"],
+                }
+            ],
+        }
+        binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": f"{RELEASE}-network-policies", "namespace": namespace},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": role["metadata"]["name"],
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": f"{RELEASE}-controller", "namespace": NAMESPACE}],
+        }
+        cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([role, binding]))
+    return cluster.cp.service_account_kubeconfig(
+        NAMESPACE, f"{RELEASE}-controller", path=workdir / "spark-operator.kubeconfig"
+    )
+
+
 @contextlib.contextmanager
 def running_spark_operator(cluster: Cluster, namespaces: list[str], workdir: Path) -> Iterator[ServerProcess]:
     """The Spark operator's controller for SparkApplications in `namespaces`, ready (its /readyz)."""
     apply_crds(cluster)
+    workdir.mkdir(parents=True, exist_ok=True)
+    kubeconfig = controller_kubeconfig(cluster, namespaces, workdir)
     conf_dir = workdir / "spark-conf"
     conf_dir.mkdir(parents=True, exist_ok=True)
     defaults = {**SMALL_SPARK_CONF, **SMALL_POD_REQUESTS}
@@ -79,7 +138,7 @@ def running_spark_operator(cluster: Cluster, namespaces: list[str], workdir: Pat
         "SPARK_CONF_DIR": str(conf_dir),
         "KUBERNETES_SERVICE_HOST": cluster.host_ip,
         "KUBERNETES_SERVICE_PORT": str(cluster.cp.port),
-        "KUBECONFIG": str(cluster.cp.admin_kubeconfig),
+        "KUBECONFIG": str(kubeconfig),
     }
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     port = free_port()

@@ -94,6 +94,10 @@ def wait_until(what: str, check: Callable[[], Any], timeout: float, detail: Call
 
 @pytest.fixture(scope="session")
 def release(cluster: Cluster, say: Say) -> Release:
+    return install_release(cluster, say)
+
+
+def install_release(cluster: Cluster, say: Say) -> Release:
     """`helm install ebb charts/ebb` with the images built here, Spark analysis on, and Kafka clients'
     scripts in a ConfigMap; the chart's pods are ready."""
     began = time.monotonic()

@@ -106,7 +106,10 @@ def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(release: Relea
         last = (obj.get("status") or {}).get("lastRun") or {}
         return obj if last.get("outcome") not in (None, "Running") else None
 
-    policy = wait_until("the RetentionPolicy example's first run", rp_ran, 300)["status"]
+    def operator_log() -> str:
+        return release.kubectl("logs", "deploy/ebb-operator", "--tail=40", check=False).stdout
+
+    policy = wait_until("the RetentionPolicy example's first run", rp_ran, 300, operator_log)["status"]
     last = policy["lastRun"]
     assert (last["engine"], last["outcome"]) == ("Local", "Succeeded"), policy
     # billing has read everything, but nothing is older than consumedRetention (1h): no cut yet.
