@@ -89,11 +89,12 @@ def controller_kubeconfig(cluster: Cluster, namespaces: list[str], workdir: Path
     # pyspark 4.3's spark-submit also creates a NetworkPolicy for each driver (server-side apply, Spark's
     # NetworkPolicyFeatureStep), which the 2.5.2 chart, made for Spark 4.0, does not grant: a user
     # submitting with Spark 4.3 needs this rule too (README, SparkApplication engine).
+    name = f"{RELEASE}-network-policies"
     for namespace in namespaces:
         role = {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
-            "metadata": {"name": f"{RELEASE}-network-policies", "namespace": namespace},
+            "metadata": {"name": name, "namespace": namespace},
             "rules": [
                 {
                     "apiGroups": ["networking.k8s.io"],
@@ -105,12 +106,8 @@ def controller_kubeconfig(cluster: Cluster, namespaces: list[str], workdir: Path
         binding = {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",
-            "metadata": {"name": f"{RELEASE}-network-policies", "namespace": namespace},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": role["metadata"]["name"],
-            },
+            "metadata": {"name": name, "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
             "subjects": [{"kind": "ServiceAccount", "name": f"{RELEASE}-controller", "namespace": NAMESPACE}],
         }
         cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([role, binding]))
