@@ -11,8 +11,8 @@ this process is root with `dockerd` installed (Debian's docker.io), a private do
 the duration of the block: its own socket and exec root under /run, its data root in
 `$EBB_CACHE/docker` (so the build cache and the base images survive between runs), and no host network
 changes at all: no bridge, no iptables rules, no ip_forward (`--bridge=none --iptables=false
---ip-forward=false`). Builds therefore run with `--network=host`. It is stopped afterwards and dies
-with its parent.
+--ip-forward=false`). Builds therefore run with `--network=host`. It is stopped afterwards (its mounts and
+cgroups with it) and dies with its parent.
 """
 
 from __future__ import annotations
@@ -133,6 +133,21 @@ def _unmount_below(*roots: Path) -> None:
         subprocess.run(["umount", "-l", point], capture_output=True, timeout=60)
 
 
+def _docker_cgroups() -> list[Path]:
+    """The `docker` cgroups dockerd makes in each cgroup v1 hierarchy for its (build) containers."""
+    base = Path("/sys/fs/cgroup")
+    return [d / "docker" for d in base.iterdir() if (d / "docker").is_dir()] if base.is_dir() else []
+
+
+def _remove_cgroups(created: list[Path]) -> None:
+    for top in created:
+        for d in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        with contextlib.suppress(OSError):
+            top.rmdir()
+
+
 def _start_dockerd(client: str) -> tuple[subprocess.Popen[bytes], str, IO[bytes]]:
     dockerd = shutil.which("dockerd") or "/usr/sbin/dockerd"
     if not Path(dockerd).exists():
@@ -208,6 +223,7 @@ def docker_engine() -> Iterator[DockerEngine]:
             client, os.environ.get("DOCKER_HOST"), False, _client_env(os.environ.get("DOCKER_HOST"))
         )
         return
+    cgroups_before = set(_docker_cgroups())
     popen, host, log = _start_dockerd(client)
     try:
         yield DockerEngine(client, host, True, _client_env(host))
@@ -215,4 +231,5 @@ def docker_engine() -> Iterator[DockerEngine]:
         _stop(popen)
         log.close()
         _unmount_below(cache_dir() / "docker", _run_dir())
+        _remove_cgroups([c for c in _docker_cgroups() if c not in cgroups_before])
         print("    dockerd stopped", flush=True)

@@ -331,7 +331,9 @@ def _kubelet_config(workdir: Path, cp: ControlPlane, port: int, healthz_port: in
 
 
 def _prepare_cgroups() -> None:
-    """kubelet's cgroupRoot must exist in every hierarchy; cpuset needs its cpus and mems filled in."""
+    """kubelet's cgroupRoot must exist in every hierarchy; cpuset needs its cpus and mems filled in.
+    Its CPU weight is the one kubelet gives `kubepods` under the root (1024 per CPU): without it, all the
+    node's pods would weigh as one process of the host against the machine's other work."""
     for hierarchy in Path("/sys/fs/cgroup").iterdir():
         if hierarchy.is_symlink() or not hierarchy.is_dir() or hierarchy.name == "unified":
             continue
@@ -340,6 +342,8 @@ def _prepare_cgroups() -> None:
         if hierarchy.name == "cpuset":
             for key in ("cpuset.cpus", "cpuset.mems"):
                 (root / key).write_text((hierarchy / key).read_text())
+        if (root / "cpu.shares").exists():
+            (root / "cpu.shares").write_text(str(1024 * (os.cpu_count() or 1)))
 
 
 def _kube_proxy_config(workdir: Path, cp: ControlPlane) -> Path:

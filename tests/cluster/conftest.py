@@ -23,7 +23,9 @@ import yaml
 from harness.images import ensure_cluster_images
 from harness.node import Cluster, running_cluster
 from harness.node_binaries import NodeBinaries
+from harness.server_process import ServerProcess
 from harness.spark_env import SMALL_SPARK_ENV
+from harness.spark_operator import running_spark_operator
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "ebb"
@@ -159,3 +161,60 @@ def start_client(rel: Release, name: str, *command: str) -> None:
     argv = ["python", "/scripts/kafka_client.py", *command]
     rel.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(client_pod(rel, name, argv)))
     rel.kubectl("wait", "--for=condition=Ready", f"pod/{name}", "--timeout=120s", timeout=150)
+
+
+# --- SparkApplication runs ------------------------------------------------------------------------------
+
+SPARK_TOPIC, SPARK_GROUP = "sa-orders", "sa-app"
+HOUR_MS = 3_600_000
+
+
+def spark_policy(name: str, **spark: Any) -> dict[str, Any]:
+    """A RetentionPolicy with engine SparkApplication on SPARK_TOPIC, counting SPARK_GROUP."""
+    return {
+        "apiVersion": "ebb.dev/v1alpha1",
+        "kind": "RetentionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "topics": {"include": [SPARK_TOPIC]},
+            "consumers": {"include": [SPARK_GROUP]},
+            "consumedRetention": "1h",
+            "schedule": {"interval": "1h"},
+            "analysis": {
+                "engine": "SparkApplication",
+                "sparkApplication": {
+                    "driver": {"cores": 1, "memory": "512m"},
+                    "executor": {"cores": 1, "memory": "512m", "instances": 1},
+                    **spark,
+                },
+            },
+        },
+    }
+
+
+@dataclass(frozen=True)
+class SparkRuns:
+    operator: ServerProcess
+    policies: tuple[str, ...]
+
+
+@pytest.fixture(scope="session")
+def spark_runs(release: Release, tmp_path_factory: pytest.TempPathFactory, say: Say) -> Iterator[SparkRuns]:
+    """The real Spark operator (harness.spark_operator), and two RetentionPolicies with engine
+    SparkApplication applied: `spark`, and `spark-no-rights`, whose driver runs under the namespace's
+    `default` ServiceAccount, which may not create executor pods. Their runs take minutes on a loaded
+    machine: test_examples_on_node requests this fixture so they overlap its own Spark run (the
+    RetentionPolicy example's), test_spark_application checks their outcome."""
+    began = time.monotonic()
+    with running_spark_operator(
+        release.cluster, [NAMESPACE], tmp_path_factory.mktemp("spark-operator")
+    ) as op:
+        say(f"Spark operator ready (its CRDs, its chart's RBAC): {time.monotonic() - began:.1f} s")
+        release.pod_json_lines(TOOLBOX, "create-topics", f"{SPARK_TOPIC}:1")
+        # 30 records two hours old; the group has read 12 of them.
+        produced = release.pod_json_lines(TOOLBOX, "produce", SPARK_TOPIC, "30", "--age-ms", str(2 * HOUR_MS))
+        assert produced[-1] == {"done": 30}, produced[-3:]
+        release.pod_json_lines(TOOLBOX, "commit", SPARK_TOPIC, SPARK_GROUP, "0:12")
+        policies = [spark_policy("spark"), spark_policy("spark-no-rights", serviceAccount="default")]
+        release.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(policies))
+        yield SparkRuns(op, ("spark", "spark-no-rights"))

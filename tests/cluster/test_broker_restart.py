@@ -16,7 +16,7 @@ pytestmark = pytest.mark.timeout(900)
 def test_a_broker_pod_restart_loses_no_acknowledged_record(release: Release, say: Say) -> None:
     topic = "restart-check"
     release.pod_json_lines(TOOLBOX, "create-topics", f"{topic}:3")
-    start_client(release, "restart-producer", "produce", topic, "400", "--interval", "0.05")
+    start_client(release, "restart-producer", "produce", topic, "300", "--interval", "0.02")
 
     def acked() -> list[dict[str, object]]:
         return [line for line in release.logs("restart-producer") if "offset" in line]

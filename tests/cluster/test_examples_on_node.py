@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.conftest import EXAMPLES, TOOLBOX, Release, Say, start_client, wait_until
+from tests.cluster.conftest import EXAMPLES, TOOLBOX, Release, Say, SparkRuns, start_client, wait_until
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -26,7 +26,10 @@ def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
-def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(release: Release, say: Say) -> None:
+def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(
+    release: Release, say: Say, spark_runs: SparkRuns
+) -> None:
+    """(spark_runs: test_spark_application's SparkApplication runs start first and overlap this test.)"""
     began = time.monotonic()
 
     def phase(what: str) -> None:
