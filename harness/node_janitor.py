@@ -76,6 +76,7 @@ class Snapshot:
     netns: list[str] = field(default_factory=list)
     nft_tables: list[str] = field(default_factory=list)
     cni_dirs: list[str] = field(default_factory=list)  # of CNI_STATE's directories, those that existed
+    netns_dir: bool = True  # whether NETNS_DIR existed (containerd makes it)
 
 
 def _log(message: str) -> None:
@@ -131,6 +132,7 @@ def take_snapshot(footprint: NodeFootprint) -> Snapshot:
         for table in TABLES:
             snap.chains[f"{cmd} {table}"] = _chains(cmd, table)
     snap.netns = sorted(p.name for p in NETNS_DIR.glob("*")) if NETNS_DIR.is_dir() else []
+    snap.netns_dir = NETNS_DIR.is_dir()
     snap.nft_tables = _nft_tables()
     snap.cni_dirs = [str(p) for p in (CNI_STATE, CNI_STATE / "results") if p.is_dir()]
     return snap
@@ -257,7 +259,7 @@ def unmount_below(roots: list[str]) -> None:
         _log(f"unmounted {len(set(targets))} mounts")
 
 
-def remove_netns(before: list[str]) -> None:
+def remove_netns(before: list[str], dir_existed: bool) -> None:
     if not NETNS_DIR.is_dir():
         return
     for ns in sorted(NETNS_DIR.glob("*")):
@@ -266,6 +268,9 @@ def remove_netns(before: list[str]) -> None:
             with contextlib.suppress(OSError):
                 ns.unlink()
             _log(f"removed network namespace {ns.name}")
+    if not dir_existed:
+        with contextlib.suppress(OSError):
+            NETNS_DIR.rmdir()
 
 
 def remove_links(bridge: str) -> None:
@@ -350,7 +355,7 @@ def clean(snap: Snapshot) -> None:
         lambda: kill_shims(fp.containerd_socket),
         lambda: kill_cgroup_processes(fp.cgroup_root),
         lambda: unmount_below(fp.mount_roots),
-        lambda: remove_netns(snap.netns),
+        lambda: remove_netns(snap.netns, snap.netns_dir),
         lambda: remove_links(fp.bridge),
         lambda: clean_iptables(snap),
         lambda: clean_nft(snap.nft_tables),
