@@ -36,6 +36,21 @@ BOOTSTRAP = f"ebb-broker.{NAMESPACE}.svc.cluster.local:9092"  # what the chart's
 TOOLBOX = "toolbox"
 
 Say = Callable[[str], None]
+FIRST = "test_host_restored.py"  # starts and kills a node of its own: before the session's node exists
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Within the cluster tier (last of all, tests/conftest.py), FIRST's tests come first."""
+    here = Path(__file__).parent.resolve()
+
+    def order(item: pytest.Item) -> int:
+        path = Path(str(item.fspath)).resolve()
+        if path.parent != here:
+            return 0
+        return 1 if path.name == FIRST else 2
+
+    items.sort(key=order)
 
 
 @pytest.fixture(scope="session")
