@@ -49,6 +49,7 @@ CLUSTER_DNS_IP = "10.96.0.10"
 BRIDGE = "ebbcni0"
 CNI_NETWORK = "ebb-pods"
 CGROUP_ROOT = "ebb-node"
+NODE_CPU_WEIGHT = 8 * 1024  # cpu.shares: eight host processes' worth (_prepare_cgroups)
 RUN_DIR = Path("/run/ebb-node")
 LOCK_PATH = Path("/run/ebb-node.lock")
 CNI_BIN = Path("/usr/lib/cni")
@@ -332,8 +333,11 @@ def _kubelet_config(workdir: Path, cp: ControlPlane, port: int, healthz_port: in
 
 def _prepare_cgroups() -> None:
     """kubelet's cgroupRoot must exist in every hierarchy; cpuset needs its cpus and mems filled in.
-    Its CPU weight is the one kubelet gives `kubepods` under the root (1024 per CPU): without it, all the
-    node's pods would weigh as one process of the host against the machine's other work."""
+
+    Its CPU weight: a cgroup competes with the root's processes as one of them (weight 1024), so by
+    default all of the node's pods together would get the CPU share of a single host process. kubelet
+    gives `kubepods` 1024 per CPU; here the node gets NODE_CPU_WEIGHT, what its busy threads (the Spark
+    driver's, executor's, the operator's) would weigh if they ran on the host as the other tiers' do."""
     for hierarchy in Path("/sys/fs/cgroup").iterdir():
         if hierarchy.is_symlink() or not hierarchy.is_dir() or hierarchy.name == "unified":
             continue
@@ -343,7 +347,7 @@ def _prepare_cgroups() -> None:
             for key in ("cpuset.cpus", "cpuset.mems"):
                 (root / key).write_text((hierarchy / key).read_text())
         if (root / "cpu.shares").exists():
-            (root / "cpu.shares").write_text(str(1024 * (os.cpu_count() or 1)))
+            (root / "cpu.shares").write_text(str(NODE_CPU_WEIGHT))
 
 
 def _kube_proxy_config(workdir: Path, cp: ControlPlane) -> Path:

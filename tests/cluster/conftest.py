@@ -36,19 +36,31 @@ BOOTSTRAP = f"ebb-broker.{NAMESPACE}.svc.cluster.local:9092"  # what the chart's
 TOOLBOX = "toolbox"
 
 Say = Callable[[str], None]
-FIRST = "test_host_restored.py"  # starts and kills a node of its own: before the session's node exists
+# The modules in the order they run. test_host_restored starts and kills a node of its own, so it runs
+# before the session's node exists. The SparkApplication runs start with the first test that has the
+# release (fixture spark_runs) and take minutes: the quick tests run meanwhile, test_spark_application
+# checks them, and only then does test_broker_restart restart the broker they read from. Uninstall last.
+ORDER = (
+    "test_host_restored.py",
+    "test_chart_on_node.py",
+    "test_examples_on_node.py",
+    "test_observability.py",
+    "test_spark_application.py",
+    "test_broker_restart.py",
+    "test_uninstall.py",
+)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Within the cluster tier (last of all, tests/conftest.py), FIRST's tests come first."""
+    """Within the cluster tier (last of all, tests/conftest.py), modules run in ORDER."""
     here = Path(__file__).parent.resolve()
 
     def order(item: pytest.Item) -> int:
         path = Path(str(item.fspath)).resolve()
         if path.parent != here:
-            return 0
-        return 1 if path.name == FIRST else 2
+            return -1
+        return ORDER.index(path.name) if path.name in ORDER else len(ORDER)
 
     items.sort(key=order)
 
@@ -162,7 +174,7 @@ def client_pod(rel: Release, name: str, command: list[str]) -> dict[str, Any]:
                     "image": rel.broker_image,
                     "imagePullPolicy": "Never",
                     "command": command,
-                    "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}},
+                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
                     "volumeMounts": [{"name": "scripts", "mountPath": "/scripts"}],
                 }
             ],
@@ -219,7 +231,7 @@ def spark_runs(release: Release, tmp_path_factory: pytest.TempPathFactory, say: 
     SparkApplication applied: `spark`, and `spark-no-rights`, whose driver runs under the namespace's
     `default` ServiceAccount, which may not create executor pods. Their runs take minutes on a loaded
     machine: test_examples_on_node requests this fixture so they overlap its own Spark run (the
-    RetentionPolicy example's), test_spark_application checks their outcome."""
+    RetentionPolicy example's) and test_chart_on_node's, test_spark_application checks their outcome."""
     began = time.monotonic()
     with running_spark_operator(
         release.cluster, [NAMESPACE], tmp_path_factory.mktemp("spark-operator")

@@ -16,12 +16,12 @@ pytestmark = pytest.mark.timeout(900)
 def test_a_broker_pod_restart_loses_no_acknowledged_record(release: Release, say: Say) -> None:
     topic = "restart-check"
     release.pod_json_lines(TOOLBOX, "create-topics", f"{topic}:3")
-    start_client(release, "restart-producer", "produce", topic, "300", "--interval", "0.02")
+    start_client(release, "restart-producer", "produce", topic, "150", "--interval", "0.02")
 
     def acked() -> list[dict[str, object]]:
         return [line for line in release.logs("restart-producer") if "offset" in line]
 
-    wait_until("the producer's first 50 acknowledged records", lambda: len(acked()) >= 50, 120)
+    wait_until("the producer's first 30 acknowledged records", lambda: len(acked()) >= 30, 120)
     before = release.get("pod", "ebb-broker-0")["metadata"]["uid"]
     began = time.monotonic()
     release.kubectl("delete", "pod", "ebb-broker-0", "--wait=true", timeout=200)

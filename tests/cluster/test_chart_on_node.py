@@ -9,7 +9,8 @@ import yaml
 
 from tests.cluster.conftest import BOOTSTRAP, NAMESPACE, RELEASE, TOOLBOX, Release
 
-pytestmark = pytest.mark.timeout(900)
+# spark_runs: the SparkApplication runs start before these quick tests and run through them.
+pytestmark = [pytest.mark.timeout(900), pytest.mark.usefixtures("spark_runs")]
 
 
 def _pod(rel: Release, selector: str) -> dict:  # type: ignore[type-arg]

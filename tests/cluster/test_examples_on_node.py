@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.conftest import EXAMPLES, TOOLBOX, Release, Say, SparkRuns, start_client, wait_until
+from tests.cluster.conftest import EXAMPLES, TOOLBOX, Release, Say, start_client, wait_until
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -26,10 +26,8 @@ def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
-def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(
-    release: Release, say: Say, spark_runs: SparkRuns
-) -> None:
-    """(spark_runs: test_spark_application's SparkApplication runs start first and overlap this test.)"""
+@pytest.mark.usefixtures("spark_runs")  # the SparkApplication runs overlap this test's own Spark run
+def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(release: Release, say: Say) -> None:
     began = time.monotonic()
 
     def phase(what: str) -> None:
