@@ -18,6 +18,7 @@ cgroups with it) and dies with its parent.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -32,6 +33,7 @@ from harness.child_process import die_with_parent
 from harness.k8s_binaries import cache_dir
 
 _START_TIMEOUT = 60.0
+_LOCK_TIMEOUT = 3600.0  # a cold build of every image takes minutes
 _STOP_TIMEOUT = 30.0
 DEBIAN_CLIENT = Path("/usr/bin/docker")  # docker.io 20.10: BuildKit built in
 
@@ -223,13 +225,27 @@ def docker_engine() -> Iterator[DockerEngine]:
             client, os.environ.get("DOCKER_HOST"), False, _client_env(os.environ.get("DOCKER_HOST"))
         )
         return
-    cgroups_before = set(_docker_cgroups())
-    popen, host, log = _start_dockerd(client)
-    try:
-        yield DockerEngine(client, host, True, _client_env(host))
-    finally:
-        _stop(popen)
-        log.close()
-        _unmount_below(cache_dir() / "docker", _run_dir())
-        _remove_cgroups([c for c in _docker_cgroups() if c not in cgroups_before])
+    # One private dockerd per cache at a time (two clones building at once share it): wait, bounded.
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with (cache_dir() / "docker.lock").open("w") as lock:
+        deadline = time.monotonic() + _LOCK_TIMEOUT
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise DockerUnavailable(
+                        f"another build has held {cache_dir() / 'docker.lock'} for {_LOCK_TIMEOUT:.0f} s"
+                    ) from None
+                time.sleep(1)
+        cgroups_before = set(_docker_cgroups())
+        popen, host, log = _start_dockerd(client)
+        try:
+            yield DockerEngine(client, host, True, _client_env(host))
+        finally:
+            _stop(popen)
+            log.close()
+            _unmount_below(cache_dir() / "docker", _run_dir())
+            _remove_cgroups([c for c in _docker_cgroups() if c not in cgroups_before])
         print("    dockerd stopped", flush=True)
