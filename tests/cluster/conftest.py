@@ -160,11 +160,13 @@ def install_release(cluster: Cluster, say: Say) -> Release:
 
 
 def client_pod(rel: Release, name: str, command: list[str]) -> dict[str, Any]:
-    """A pod of the broker image (Python and kafka-python) with the client script mounted."""
+    """A pod of the broker image (Python and kafka-python) with the client script mounted, labelled as a
+    Kafka client, and with the chart's admin password and CA where the broker speaks SASL_SSL."""
+    labels = {"app.kubernetes.io/name": "ebb-test-client", "ebb.dev/kafka-client": "true"}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "ebb-test-client"}},
+        "metadata": {"name": name, "labels": labels},
         "spec": {
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 1,
@@ -175,10 +177,18 @@ def client_pod(rel: Release, name: str, command: list[str]) -> dict[str, Any]:
                     "imagePullPolicy": "Never",
                     "command": command,
                     "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                    "volumeMounts": [{"name": "scripts", "mountPath": "/scripts"}],
+                    "volumeMounts": [
+                        {"name": "scripts", "mountPath": "/scripts"},
+                        {"name": "admin", "mountPath": "/etc/ebb-kafka/admin"},
+                        {"name": "tls", "mountPath": "/etc/ebb-kafka/tls"},
+                    ],
                 }
             ],
-            "volumes": [{"name": "scripts", "configMap": {"name": "kafka-client"}}],
+            "volumes": [
+                {"name": "scripts", "configMap": {"name": "kafka-client"}},
+                {"name": "admin", "secret": {"secretName": "ebb-broker-admin", "optional": True}},
+                {"name": "tls", "secret": {"secretName": "ebb-broker-tls", "optional": True}},
+            ],
         },
     }
 

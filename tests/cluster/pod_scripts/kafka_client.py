@@ -23,6 +23,26 @@ import time
 import urllib.request
 
 BOOTSTRAP = "ebb-broker.ebb.svc.cluster.local:9092"
+# Where the client pods mount the chart's admin password and CA, when the chart's broker speaks
+# SASL_SSL (both Secrets are optional mounts: a PLAINTEXT broker has neither).
+ADMIN_PASSWORD = "/etc/ebb-kafka/admin/password"
+CA_FILE = "/etc/ebb-kafka/tls/ca.crt"
+
+
+def security() -> dict[str, str]:
+    """kafka-python's settings for the chart's broker: SASL_SSL as its admin, or PLAINTEXT."""
+    try:
+        with open(ADMIN_PASSWORD) as f:
+            password = f.read().strip()
+    except FileNotFoundError:
+        return {}
+    return {
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "admin",
+        "sasl_plain_password": password,
+        "ssl_cafile": CA_FILE,
+    }
 
 
 def out(obj: object) -> None:
@@ -33,7 +53,7 @@ def create_topics(specs: list[str]) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
-    admin = KafkaAdminClient(bootstrap_servers=BOOTSTRAP)
+    admin = KafkaAdminClient(bootstrap_servers=BOOTSTRAP, **security())
     for spec in specs:
         name, partitions = spec.split(":")
         try:
@@ -49,6 +69,7 @@ def produce(topic: str, count: int, prefix: str, interval: float, age_ms: int, s
 
     producer = KafkaProducer(
         bootstrap_servers=BOOTSTRAP,
+        **security(),
         acks="all",
         retries=1000,
         retry_backoff_ms=200,
@@ -77,7 +98,7 @@ def produce(topic: str, count: int, prefix: str, interval: float, age_ms: int, s
 def _assigned_consumer(topic: str):  # type: ignore[no-untyped-def]
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP, enable_auto_commit=False)
+    consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP, enable_auto_commit=False, **security())
     partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
     consumer.assign(partitions)
     return consumer, partitions
@@ -106,6 +127,7 @@ def read_group(topic: str, group: str) -> None:
     consumer = KafkaConsumer(
         topic,
         bootstrap_servers=BOOTSTRAP,
+        **security(),
         group_id=group,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
@@ -129,7 +151,9 @@ def commit(topic: str, group: str, specs: list[str]) -> None:
     from kafka import KafkaConsumer, TopicPartition
     from kafka.structs import OffsetAndMetadata
 
-    consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP, group_id=group, enable_auto_commit=False)
+    consumer = KafkaConsumer(
+        bootstrap_servers=BOOTSTRAP, group_id=group, enable_auto_commit=False, **security()
+    )
     offsets = {}
     for spec in specs:
         partition, offset = spec.split(":")
@@ -148,7 +172,7 @@ def log_start(topic: str) -> None:
 def describe_topic_configs(topic: str) -> None:
     from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
-    admin = KafkaAdminClient(bootstrap_servers=BOOTSTRAP)
+    admin = KafkaAdminClient(bootstrap_servers=BOOTSTRAP, **security())
     # {resource type: {name: {config: {"value": ...}}}}; the topic's own (non-default) configs.
     described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
     out({key: entry["value"] for key, entry in described["topic"][topic].items()})
