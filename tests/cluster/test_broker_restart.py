@@ -4,6 +4,7 @@ still there, at the offset it was acknowledged at."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 import pytest
@@ -23,10 +24,35 @@ def test_a_broker_pod_restart_loses_no_acknowledged_record(release: Release, say
 
     wait_until("the producer's first 30 acknowledged records", lambda: len(acked()) >= 30, 120)
     before = release.get("pod", "ebb-broker-0")["metadata"]["uid"]
-    began = time.monotonic()
-    release.kubectl("delete", "pod", "ebb-broker-0", "--wait=true", timeout=200)
+    # The old pod's log goes with it: follow it, to show how its shutdown went.
+    log_path = release.cluster.workdir / "broker-before-restart.log"
+    with log_path.open("wb") as log:
+        follow = subprocess.Popen(
+            [
+                str(release.cluster.cp.binaries.kubectl),
+                "logs",
+                "-f",
+                "--tail=20",
+                "-n",
+                NAMESPACE,
+                "ebb-broker-0",
+            ],
+            env=release.cluster.cp.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            began = time.monotonic()
+            release.kubectl("delete", "pod", "ebb-broker-0", "--wait=true", timeout=200)
+            stopped = time.monotonic() - began
+        finally:
+            follow.kill()
+            follow.wait(10)
     release.cluster.wait_ready("statefulset", "ebb-broker", NAMESPACE)
-    say(f"broker pod deleted and its successor ready: {time.monotonic() - began:.1f} s")
+    say(f"broker pod deleted in {stopped:.1f} s, its successor ready: {time.monotonic() - began:.1f} s")
+    if stopped > 60:  # past a clean shutdown: the grace period ran out and the kubelet killed it
+        tail = log_path.read_text(errors="replace").splitlines()[-15:]
+        say("the broker did not exit on SIGTERM in time; its last lines:\n" + "\n".join(tail))
     assert release.get("pod", "ebb-broker-0")["metadata"]["uid"] != before
     at_restart = len(acked())
 
