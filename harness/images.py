@@ -48,6 +48,7 @@ PYTHON_BASE = "localhost/ebb-python:bookworm"
 JRE_BASE = "localhost/ebb-jre:bookworm"
 PUBLIC_BASES = ("python:3.11.14-slim-bookworm", "eclipse-temurin:17.0.16_8-jre")  # the Dockerfiles' defaults
 _INPUTS_LABEL = "dev.ebb.inputs"
+BUILD_CACHE_KEEP = "4GB"  # of BuildKit's cache kept after the cluster tier's builds
 _DEBOOTSTRAP_TIMEOUT = 1200.0
 _BUILD_TIMEOUT = 3600.0
 
@@ -324,14 +325,22 @@ def _tarball(image: Image, tag: str) -> Path:
     return images_dir() / f"{image.short}-{tag}.tar"
 
 
-def _save(engine: DockerEngine, ref: str, target: Path) -> None:
+def _save(engine: DockerEngine, ref: str, target: Path, *, prune_tags: bool = True) -> None:
     partial = target.with_suffix(".tar.partial")
     engine.run("save", "-o", str(partial), ref, timeout=900)
     partial.rename(target)
-    # Older tarballs of the same image are superseded.
-    for old in target.parent.glob(f"{target.name.rsplit('-', 1)[0]}-*.tar"):
-        if old != target:
+    # Older builds of the same image are superseded: their tarballs, logs and tags in the engine.
+    stem = target.name.rsplit("-", 1)[0]
+    for old in [*target.parent.glob(f"{stem}-*.tar"), *target.parent.glob(f"build-{stem}-*.log")]:
+        if old.stem.rsplit("-", 1)[-1] != target.stem.rsplit("-", 1)[-1]:
             old.unlink()
+    if not prune_tags:
+        return
+    repository = ref.rsplit(":", 1)[0]
+    tags = engine.run("image", "ls", "--format", "{{.Repository}}:{{.Tag}}", repository, timeout=60)
+    old_tags = [t for t in tags.stdout.decode().split() if t != ref]
+    if old_tags:
+        engine.run("image", "rm", *old_tags, check=False, timeout=300)
 
 
 def planned(images: dict[str, Image], base_ids: dict[str, str]) -> dict[str, BuiltImage] | None:
@@ -368,9 +377,12 @@ def ensure_cluster_images(node_bin: Path) -> dict[str, BuiltImage]:
             _build_image(engine, image, built.ref)
             _save(engine, built.ref, built.tarball)
             _say(f"{built.ref} built and saved ({time.monotonic() - began:.0f} s)")
+        # BuildKit's cache (the dependency layers above all) stays, within a bound.
+        prune = ("builder", "prune", "--force", "--keep-storage", BUILD_CACHE_KEEP)
+        engine.run(*prune, check=False, timeout=300)
         if not debian_tar.exists():
             engine.run("tag", DEBIAN_BASE, _debian_ref(base_ids))
-            _save(engine, _debian_ref(base_ids), debian_tar)
+            _save(engine, _debian_ref(base_ids), debian_tar, prune_tags=False)  # :bookworm is the base
     return {**plan, "debian": BuiltImage(_debian_ref(), debian_tar)}
 
 

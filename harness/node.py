@@ -287,8 +287,8 @@ def import_images(images: dict[str, BuiltImage], say: Callable[[str], None]) -> 
     wanted = {i.ref for i in images.values()}
     repositories = {i.ref.rsplit(":", 1)[0] for i in images.values()}
     stale = [ref for ref in present if ref.rsplit(":", 1)[0] in repositories and ref not in wanted]
-    if stale:
-        ctr("images", "rm", *stale)
+    if stale:  # --sync: their content and snapshots are garbage-collected now, not at some later GC
+        ctr("images", "rm", "--sync", *stale)
 
 
 # --- kubelet and kube-proxy ------------------------------------------------------------------------------
