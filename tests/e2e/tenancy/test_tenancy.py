@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from ebb_operator import rbac
 from harness.controlplane import ControlPlane
 from harness.operator_process import OperatorProcess, running_operator
-from harness.spark_operator_standin import SMALL_SPARK_ENV
+from harness.spark_env import SMALL_SPARK_ENV
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, produce
 from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
 from tests.paths import ROOT

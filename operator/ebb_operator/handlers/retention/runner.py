@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -360,3 +361,5 @@ class PolicyRunner:
         labels = (self.namespace, self.name)
         metrics.POLICY_RECLAIMABLE_BYTES.labels(*labels).set(plan.summary.reclaimable_bytes)
         metrics.POLICY_HELD_PARTITIONS.labels(*labels).set(plan.summary.held_partitions)
+        held = Counter(g for t in plan.topics for p in t.held for g in p.blocking_groups)
+        metrics.set_held_by_group(self.namespace, self.name, held)
