@@ -1,11 +1,13 @@
-"""ebb-broker against Apache Kafka (single-node KRaft): produce/fetch throughput, produce latency, on a
-PLAINTEXT listener and on a SASL_SSL one (SCRAM-SHA-512 over TLS).
+"""ebb-broker against Apache Kafka (single-node KRaft): produce/fetch throughput, produce latency and
+transactional produce throughput (KIP-98: EBB_BENCH_TXN_RECORDS records, default 20000, in transactions of
+100 records, each committed before the next begins), on a PLAINTEXT listener and on a SASL_SSL one
+(SCRAM-SHA-512 over TLS).
 
 Both brokers run on this machine with their default segment settings, each serving both listeners at
 once (the same certificate, made by harness/tls.py, and a SCRAM-SHA-512 user; no authorizer on either),
 and are driven by the same clients with the same settings; the ratio rows say how ebb-broker compares
 and what TLS+SASL costs it. Two clients: librdkafka through confluent-kafka (produce, fetch,
-single-record latency), and Apache Kafka's own perf tools with the Java client
+single-record latency, transactions), and Apache Kafka's own perf tools with the Java client
 (`kafka-producer-perf-test`, `kafka-consumer-perf-test`, full JIT as their scripts run them; the
 consumer figure is its fetch rate without the group join, the median of rounds the brokers take in
 turn). Apache Kafka and its tools are included when the kafka-harness has assembled them
@@ -36,6 +38,8 @@ from harness.tls import TestCA
 RECORDS = int(os.environ.get("EBB_BENCH_RECORDS", "200000"))
 RECORD_BYTES = int(os.environ.get("EBB_BENCH_RECORD_BYTES", "100"))
 LATENCY_SAMPLES = 2000
+TXN_RECORDS = int(os.environ.get("EBB_BENCH_TXN_RECORDS", "20000"))
+TXN_SIZE = 100
 PRODUCER = {"acks": "all", "linger.ms": 5, "batch.size": 1_000_000, "compression.type": "none"}
 # Each kafka-consumer-perf-test run is short and the machine is shared: the targets take turns, round
 # after round; the median of each one's rounds is its figure (and the best round is shown too).
@@ -192,6 +196,21 @@ def _produce_throughput(conf: Conf, topic: str, count: int = RECORDS) -> tuple[f
     return count / seconds, count * RECORD_BYTES / seconds / 1e6
 
 
+def _txn_produce_throughput(conf: Conf, topic: str, count: int = TXN_RECORDS) -> float:
+    """Records/s of a transactional producer (acks=all, idempotent) committing every TXN_SIZE records."""
+    p = Producer({**conf, **PRODUCER, "transactional.id": f"bench-{topic}"})
+    p.init_transactions(60)
+    payload = b"t" * RECORD_BYTES
+    started = time.perf_counter()
+    for _ in range(count // TXN_SIZE):
+        p.begin_transaction()
+        for _ in range(TXN_SIZE):
+            p.produce(topic, payload, partition=0)
+        p.commit_transaction(60)
+    seconds = time.perf_counter() - started
+    return (count // TXN_SIZE) * TXN_SIZE / seconds
+
+
 def _produce_latency(conf: Conf, topic: str) -> tuple[float, float]:
     p = Producer({**conf, **PRODUCER, "linger.ms": 0})
     samples: list[float] = []
@@ -283,7 +302,8 @@ def _measure(targets: list[Target], java_tools: bool) -> None:
     """Every phase on every target in turn, so all of them see the machine's load of the same minutes."""
     for t in targets:
         admin = AdminClient(dict(t.conf))
-        topics = [NewTopic(t.topic(base), 1, 1) for base in ("bench", "bench-lat", "warmup", "bench-java")]
+        bases = ("bench", "bench-lat", "warmup", "bench-java", "bench-txn")
+        topics = [NewTopic(t.topic(base), 1, 1) for base in bases]
         for created in admin.create_topics(topics, operation_timeout=30).values():
             created.result(timeout=60)
 
@@ -304,9 +324,14 @@ def _measure(targets: list[Target], java_tools: bool) -> None:
     def latency(t: Target) -> None:
         t.row["produce_p50_ms"], t.row["produce_p99_ms"] = _produce_latency(t.conf, t.topic("bench-lat"))
 
+    def txn_produce(t: Target) -> None:
+        with _broker_cpu(t.pid, t.row, "txn_produce_cpu_us_rec", TXN_RECORDS):
+            t.row["txn_produce_rec_s"] = _txn_produce_throughput(t.conf, t.topic("bench-txn"))
+
     _each(targets, f"producing {RECORDS} records of {RECORD_BYTES} bytes", produce)
     _each(targets, "fetching them back", fetch)
     _each(targets, f"{LATENCY_SAMPLES} single-record produce round trips", latency)
+    _each(targets, f"{TXN_RECORDS} records in transactions of {TXN_SIZE}", txn_produce)
     if not java_tools:
         return
     cpu = {t.name: 0.0 for t in targets}

@@ -65,6 +65,7 @@ TOOLS: Mapping[str, str] = {
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-storage": "kafka.tools.StorageTool",
@@ -166,6 +167,7 @@ class KafkaBroker:
     start_seconds: float
     version: str = KAFKA_VERSION
     settings: dict[str, str] = field(default_factory=dict)
+    command: list[str] = field(default_factory=list)
     # Ports of the extra listeners asked for with `apache_kafka(..., listeners={NAME: PROTOCOL})`.
     listener_ports: dict[str, int] = field(default_factory=dict)
 
@@ -192,6 +194,19 @@ class KafkaBroker:
     def stop(self, timeout: float = 20) -> None:
         """SIGTERM (Kafka's controlled shutdown), SIGKILL after `timeout`; the whole process group goes."""
         _terminate(self.process, timeout)
+
+    def restart(self, start_timeout: float = 90) -> None:
+        """Stop the broker and start it again on the same data and ports (a single-node failover: the
+        group coordinator reloads `__consumer_offsets`)."""
+        self.stop()
+        self.log_file.unlink(missing_ok=True)
+        started = time.monotonic()
+        self.process = _launch(self.command, self.work_dir)
+        problem = _wait_serving(self, started + start_timeout)
+        if problem:
+            self.stop()
+            raise KafkaStartError(f"{problem} (restart)\n--- {self.log_file}\n{self.log_tail()}")
+        self.start_seconds = time.monotonic() - started
 
 
 def _terminate(process: subprocess.Popen[bytes], timeout: float) -> None:
@@ -225,6 +240,28 @@ def _serving(host: str, port: int) -> bool:
 
 # KafkaRaftServer logs this once the broker is unfenced and its socket server accepts requests.
 _STARTED = "Kafka Server started"
+
+
+def _launch(cmd: list[str], work_dir: Path) -> subprocess.Popen[bytes]:
+    """Start the broker JVM in its own process group, its output appended to `stdout.log`."""
+    with (work_dir / "stdout.log").open("ab") as out:
+        return subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent
+        )
+
+
+def _wait_serving(broker: KafkaBroker, deadline: float) -> str:
+    """Empty once the broker logged its start and accepts connections, else what went wrong."""
+    while True:
+        if broker.process.poll() is not None:
+            return f"Apache Kafka exited with {broker.process.returncode} while starting"
+        log = broker.log_file
+        started = log.exists() and _STARTED in log.read_text(errors="replace")
+        if started and _serving(broker.host, broker.port):
+            return ""
+        if time.monotonic() > deadline:
+            return "Apache Kafka did not serve in time"
+        time.sleep(0.1)
 
 
 @contextmanager
@@ -303,10 +340,7 @@ def _start(
         log_config=BROKER_LOG_CONFIG,
     )
     stdout_file = work_dir / "stdout.log"
-    with stdout_file.open("wb") as out:
-        process = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent
-        )
+    process = _launch(cmd, work_dir)
     broker = KafkaBroker(
         host=host,
         port=port,
@@ -317,20 +351,13 @@ def _start(
         process=process,
         start_seconds=0.0,
         settings=settings,
+        command=cmd,
         listener_ports=extra,
     )
-    deadline = started + start_timeout
-    problem = ""
-    while not problem:
-        if process.poll() is not None:
-            problem = f"Apache Kafka exited with {process.returncode} while starting"
-        elif log_file.exists() and _STARTED in log_file.read_text(errors="replace") and _serving(host, port):
-            broker.start_seconds = time.monotonic() - started
-            return broker
-        elif time.monotonic() > deadline:
-            problem = f"Apache Kafka did not serve within {start_timeout}s"
-        else:
-            time.sleep(0.1)
+    problem = _wait_serving(broker, started + start_timeout)
+    if not problem:
+        broker.start_seconds = time.monotonic() - started
+        return broker
     broker.stop()
     stdout_tail = "\n".join(stdout_file.read_text(errors="replace").splitlines()[-20:])
     raise KafkaStartError(f"{problem}\n--- {log_file}\n{broker.log_tail()}\n--- {stdout_file}\n{stdout_tail}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -22,6 +23,9 @@ from ebb_broker.config import BrokerConfig, sasl_mechanisms
 from ebb_broker.coordinator.group_coordinator import GroupCoordinator
 from ebb_broker.coordinator.offsets_store import OffsetsStore
 from ebb_broker.coordinator.producer_ids import ProducerIdManager
+from ebb_broker.coordinator.timer import LoopTimer
+from ebb_broker.coordinator.transaction_coordinator import TransactionCoordinator
+from ebb_broker.dynamic_config import DynamicBrokerConfig
 from ebb_broker.log import LogManager
 from ebb_broker.log.errors import InvalidConfigError
 from ebb_broker.log.file_handles import default_handles, raise_descriptor_limit, segment_file_budget
@@ -103,7 +107,8 @@ def listeners(config: BrokerConfig, host: str, port: int) -> list[Listener]:
 
 async def run(options: BrokerOptions) -> None:
     options.data_dir.mkdir(parents=True, exist_ok=True)
-    config = BrokerConfig.parse(options.configs or {})
+    dynamic_config = DynamicBrokerConfig(options.data_dir, options.configs or {})
+    config = dynamic_config.current  # --config values overlaid with the persisted dynamic ones
     serving = listeners(config, options.host, options.port)
     try:
         bootstrap_users = [parse_add_scram(text) for text in options.add_scram]
@@ -129,8 +134,20 @@ async def run(options: BrokerOptions) -> None:
     default_handles().resize(segment_file_budget(limit))
     metrics = BrokerMetrics()
     logs = LogManager.open(options.data_dir, config.log_manager_config())
-    groups = GroupCoordinator(OffsetsStore(logs, config.offsets_topic_num_partitions))
+    loop = asyncio.get_running_loop()
+    timer = LoopTimer(loop)
+    groups = GroupCoordinator(
+        OffsetsStore(logs, config.offsets_topic_num_partitions),
+        timer,
+        config.group_coordinator_config(),
+        loop=loop,
+    )
     groups.load()
+    producer_ids = ProducerIdManager(options.data_dir)
+    transactions = TransactionCoordinator(
+        logs, groups, producer_ids, timer, config.transaction_coordinator_config()
+    )
+    transactions.load()
     identity = BrokerIdentity(options.broker_id, options.host, options.port, _cluster_id(options.data_dir))
     broker = Broker(
         identity,
@@ -138,11 +155,13 @@ async def run(options: BrokerOptions) -> None:
         logs,
         groups,
         metrics,
-        ProducerIdManager(options.data_dir),
+        producer_ids,
         options.data_dir,
         credentials,
         authorizer,
     )
+    broker.dynamic_config = dynamic_config
+    broker.transactions = transactions
     metrics.watch_partitions(
         lambda: (
             (topic, p, logs.get_log(topic, p))
@@ -166,6 +185,7 @@ async def run(options: BrokerOptions) -> None:
     if options.metrics_port is not None:
         metrics.serve(options.host, options.metrics_port)
     groups.start()
+    transactions.start()
 
     async def retention() -> None:
         snapshot = groups.committed_snapshot()  # on the loop, which owns the coordinator's state
@@ -181,6 +201,10 @@ async def run(options: BrokerOptions) -> None:
     async def checkpoint() -> None:
         await asyncio.to_thread(logs.checkpoint)
 
+    async def expire_producers() -> None:
+        now = int(time.time() * 1000)
+        await asyncio.to_thread(logs.remove_expired_producers, now, broker.config.producer_id_expiration_ms)
+
     async def flush() -> None:  # flush.ms / log.flush.interval.ms
         await asyncio.to_thread(logs.flush_dirty_logs)
 
@@ -190,10 +214,12 @@ async def run(options: BrokerOptions) -> None:
         asyncio.create_task(
             _every(config.log_flush_offset_checkpoint_interval_ms or 60_000, "checkpoint", checkpoint)
         ),
+        asyncio.create_task(
+            _every(config.producer_id_expiration_check_interval_ms, "producer-expiration", expire_producers)
+        ),
         asyncio.create_task(_every(config.log_flush_scheduler_interval_ms, "flush", flush)),
     ]
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     # One line, first listener first (launchers read the first host:port); then every other listener.
@@ -208,6 +234,6 @@ async def run(options: BrokerOptions) -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    await groups.stop()
+    timer.cancel_all()
     logs.close()
     log.info("clean shutdown complete")

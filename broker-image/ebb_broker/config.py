@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from ebb_broker.coordinator.group_coordinator import INT_MAX, GroupCoordinatorConfig
+from ebb_broker.coordinator.transaction_coordinator import TransactionCoordinatorConfig
 from ebb_broker.log.errors import InvalidConfigError
 from ebb_broker.log.log_config import (
     HOUR_MS,
@@ -163,6 +165,34 @@ class BrokerConfig(KafkaStyleConfig):
     num_partitions: KafkaInt = Field(1, alias="num.partitions", ge=1)
     auto_create_topics_enable: bool = Field(True, alias="auto.create.topics.enable")
     offsets_topic_num_partitions: KafkaInt = Field(50, alias="offsets.topic.num.partitions", ge=1)
+    # The classic group coordinator (Kafka's group.* and offsets.* names and defaults).
+    group_initial_rebalance_delay_ms: KafkaInt = Field(3000, alias="group.initial.rebalance.delay.ms", ge=0)
+    group_min_session_timeout_ms: KafkaInt = Field(6000, alias="group.min.session.timeout.ms", ge=0)
+    group_max_session_timeout_ms: KafkaInt = Field(1_800_000, alias="group.max.session.timeout.ms", ge=0)
+    group_max_size: KafkaInt = Field(INT_MAX, alias="group.max.size", ge=1, le=INT_MAX)
+    offsets_retention_minutes: KafkaInt = Field(7 * 24 * 60, alias="offsets.retention.minutes", ge=1)
+    offsets_retention_check_interval_ms: KafkaLong = Field(
+        600_000, alias="offsets.retention.check.interval.ms", ge=1
+    )
+    offset_metadata_max_bytes: KafkaInt = Field(4096, alias="offset.metadata.max.bytes", ge=0)
+    # The transaction coordinator and producer state (Kafka's names and defaults).
+    transaction_state_log_num_partitions: KafkaInt = Field(
+        50, alias="transaction.state.log.num.partitions", ge=1
+    )
+    transaction_max_timeout_ms: KafkaInt = Field(900_000, alias="transaction.max.timeout.ms", ge=1)
+    transactional_id_expiration_ms: KafkaInt = Field(
+        7 * 24 * 3_600_000, alias="transactional.id.expiration.ms", ge=1
+    )
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: KafkaInt = Field(
+        10_000, alias="transaction.abort.timed.out.transaction.cleanup.interval.ms", ge=1
+    )
+    transaction_remove_expired_transaction_cleanup_interval_ms: KafkaInt = Field(
+        3_600_000, alias="transaction.remove.expired.transaction.cleanup.interval.ms", ge=1
+    )
+    producer_id_expiration_ms: KafkaInt = Field(86_400_000, alias="producer.id.expiration.ms", ge=1)
+    producer_id_expiration_check_interval_ms: KafkaInt = Field(
+        600_000, alias="producer.id.expiration.check.interval.ms", ge=1
+    )
     # KIP-68, broker side: consumed retention is off unless enabled; the time may be given in ms,
     # minutes or hours (ms wins, then minutes, as for log.retention.*).
     log_retention_commitoffset_enable: bool = Field(False, alias="log.retention.commitoffset.enable")
@@ -232,6 +262,10 @@ class BrokerConfig(KafkaStyleConfig):
     @model_validator(mode="after")
     def _check(self) -> BrokerConfig:
         LogConfig.parse(self.topic_defaults())  # surfaces bad policy / commitoffset > retention early
+        if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
+            raise InvalidConfigError(
+                "group.min.session.timeout.ms must not exceed group.max.session.timeout.ms"
+            )
         try:
             protocols = parse_protocol_map(self.listener_security_protocol_map)
             if self.listeners is not None:
@@ -259,6 +293,28 @@ class BrokerConfig(KafkaStyleConfig):
                     f"sasl.enabled.mechanisms {where!r}: ebb-broker serves " + ", ".join(SASL_MECHANISMS)
                 )
         return self
+
+    def transaction_coordinator_config(self) -> TransactionCoordinatorConfig:
+        """The transaction coordinator's view of these settings."""
+        return TransactionCoordinatorConfig(
+            state_partitions=self.transaction_state_log_num_partitions,
+            max_timeout_ms=self.transaction_max_timeout_ms,
+            id_expiration_ms=self.transactional_id_expiration_ms,
+            abort_check_interval_ms=self.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+            expire_check_interval_ms=self.transaction_remove_expired_transaction_cleanup_interval_ms,
+        )
+
+    def group_coordinator_config(self) -> GroupCoordinatorConfig:
+        """The group coordinator's view of these settings."""
+        return GroupCoordinatorConfig(
+            min_session_timeout_ms=self.group_min_session_timeout_ms,
+            max_session_timeout_ms=self.group_max_session_timeout_ms,
+            max_size=self.group_max_size,
+            initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms,
+            offsets_retention_ms=self.offsets_retention_minutes * MINUTE_MS,
+            offsets_retention_check_interval_ms=self.offsets_retention_check_interval_ms,
+            offset_metadata_max_bytes=self.offset_metadata_max_bytes,
+        )
 
     def endpoints(self, host: str, port: int) -> list[Endpoint]:
         """The listeners to bind: ``listeners``, or one PLAINTEXT listener on --host/--port."""

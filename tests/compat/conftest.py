@@ -27,8 +27,10 @@ from harness.tls import Issued, TestCA
 from tests.compat.clients import CLIENTS, Client, Security
 from tests.compat.wire import Wire
 
-# Small __consumer_offsets keeps each broker start quick; the layout is the same as with 50.
-FAST_BROKER = {"offsets.topic.num.partitions": "4"}
+# Small __consumer_offsets keeps each broker start quick; the layout is the same as with 50. No initial
+# rebalance delay, as the Apache Kafka harness (harness.kafka.FAST_SETTINGS): a test that joins a group
+# does not wait 3 s; the tests of the delay itself start brokers with the default.
+FAST_BROKER = {"offsets.topic.num.partitions": "4", "group.initial.rebalance.delay.ms": "0"}
 
 
 @pytest.fixture(scope="session")

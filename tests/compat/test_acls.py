@@ -7,8 +7,10 @@ import uuid
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaException, Producer
 from kafka.protocol.admin.acl import CreateAclsRequest, CreateAclsResponse
 from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
+from kafka.protocol.admin.transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from kafka.protocol.consumer.group import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -18,6 +20,14 @@ from kafka.protocol.consumer.group import (
     OffsetFetchResponse,
 )
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.producer.transaction import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
 
 from tests.compat.clients import CLIENTS, BrokerError
 from tests.compat.conftest import SecureBroker
@@ -26,10 +36,11 @@ from tests.compat.wire import Wire
 TOPIC_AUTHORIZATION_FAILED = 29
 GROUP_AUTHORIZATION_FAILED = 30
 CLUSTER_AUTHORIZATION_FAILED = 31
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 ALICE = "User:alice"
-# ResourceType TOPIC=2 GROUP=3 CLUSTER=4; PatternType LITERAL=3 PREFIXED=4; op READ=3 WRITE=4 DELETE=6
-# DESCRIBE=8; permission ALLOW=3.
-TOPIC, GROUP = 2, 3
+# ResourceType TOPIC=2 GROUP=3 CLUSTER=4 TRANSACTIONAL_ID=5; PatternType LITERAL=3 PREFIXED=4; op READ=3
+# WRITE=4 DELETE=6 DESCRIBE=8; permission ALLOW=3.
+TOPIC, GROUP, TRANSACTIONAL_ID = 2, 3, 5
 READ, WRITE, DELETE, DESCRIBE = 3, 4, 6, 8
 
 
@@ -277,6 +288,72 @@ def test_python_clients_with_scram_and_acls(
         assert [(r.key, r.value) for r in alice.consume(topic, 1, group=group)] == [(b"k", b"v")]
     finally:
         alice.close()
+
+
+def test_transactional_id_rights_guard_init_producer_id_and_end_txn(
+    secure_broker: SecureBroker, names: tuple[str, str]
+) -> None:
+    """WRITE on the TRANSACTIONAL_ID (KIP-98, as Kafka's KafkaApis): without it alice can neither take the
+    id over (InitProducerId would fence its producer and abort its transaction) nor end its transaction,
+    with a real client as with raw requests; the refusals change nothing, and once granted her EndTxn
+    aborts it and her transactional producer works."""
+    sb, (topic, _group) = secure_broker, names
+    txn_id = f"txn-{topic}"
+    sb.client("confluent-kafka", "SASL_PLAINTEXT", "admin").create_topic(topic)
+    _grant(sb, (TOPIC, topic, 3, ALICE, WRITE))  # the topic, not the transactional id
+    config = {
+        "bootstrap.servers": sb.broker.bootstrap_of("SASL_PLAINTEXT"),
+        **sb.security("SASL_PLAINTEXT", "alice").confluent(),
+        "transactional.id": txn_id,
+    }
+    alice = Producer(config)
+    with pytest.raises(KafkaException) as refused:
+        alice.init_transactions(30)
+    assert refused.value.args[0].code() == TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    owner_wire, w = sb.wire("SASL_PLAINTEXT", "admin"), sb.wire("SASL_PLAINTEXT", "alice")
+    try:
+        init = InitProducerIdRequest[4](
+            transactional_id=txn_id, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1
+        )
+        owner = _call(owner_wire, init, 4, InitProducerIdResponse)
+        assert owner.error_code == 0
+        A = AddPartitionsToTxnRequest[3]
+        add = A(
+            v3_and_below_transactional_id=txn_id,
+            v3_and_below_producer_id=owner.producer_id,
+            v3_and_below_producer_epoch=owner.producer_epoch,
+            v3_and_below_topics=[A.AddPartitionsToTxnTopic(name=topic, partitions=[0])],
+        )
+        added = _call(owner_wire, add, 3, AddPartitionsToTxnResponse)
+        assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+        taken = _call(w, init, 4, InitProducerIdResponse)
+        assert (taken.error_code, taken.producer_id) == (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1)
+        end = EndTxnRequest[3](
+            transactional_id=txn_id,
+            producer_id=owner.producer_id,
+            producer_epoch=owner.producer_epoch,
+            committed=False,
+        )
+        assert _call(w, end, 3, EndTxnResponse).error_code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        describe = DescribeTransactionsRequest[0](transactional_ids=[txn_id])
+        (state,) = _call(owner_wire, describe, 0, DescribeTransactionsResponse).transaction_states
+        assert (state.transaction_state, state.producer_epoch) == ("Ongoing", owner.producer_epoch)
+        _grant(sb, (TRANSACTIONAL_ID, txn_id, 3, ALICE, WRITE))
+        assert _call(w, end, 3, EndTxnResponse).error_code == 0
+        (state,) = _call(owner_wire, describe, 0, DescribeTransactionsResponse).transaction_states
+        assert state.transaction_state == "CompleteAbort"
+    finally:
+        owner_wire.close()
+        w.close()
+    # Granted, her own transactional producer works end to end; a read_committed consumer skips the abort.
+    producer = Producer(config)
+    producer.init_transactions(30)
+    for value, commit in ((b"aborted", False), (b"committed", True)):
+        producer.begin_transaction()
+        producer.produce(topic, value, partition=0)
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+    admin = sb.client("confluent-kafka", "SASL_PLAINTEXT", "admin")
+    assert [r.value for r in admin.consume(topic, 1)] == [b"committed"]
 
 
 def test_users_and_acls_survive_a_restart(secure_broker: SecureBroker, names: tuple[str, str]) -> None:

@@ -80,10 +80,6 @@ class InvalidConfigError(LogError, ValueError):
     """An unknown config key or a bad value (INVALID_CONFIG); the message names the key."""
 
 
-class UnsupportedFeatureError(LogError):
-    """A request for a feature this engine does not implement (transactions): refused, never faked."""
-
-
 class CorruptIndexError(LogError):
     """An index file that fails its sanity check; recovery rebuilds it from the .log."""
 

@@ -12,6 +12,12 @@ survives a kill -9 of the process; fsync (``flush.messages`` / ``log.flush.inter
 checkpoint and close) only matters for power loss, exactly as in Kafka, which also leaves durability to
 replication rather than fsync.
 
+Transactions (KIP-98): transactional batches open a transaction of their producer; the transaction
+coordinator's COMMIT/ABORT marker (``append_marker``: a control batch, which the validator admits only
+from ``AppendOrigin.COORDINATOR``) ends it. The last stable offset is the first offset of the oldest open
+transaction (or the high watermark); an aborted transaction is recorded in the .txnindex of the segment
+holding its marker, so a read_committed fetch gets the aborted ranges it overlaps.
+
 Who moves the log start offset (``LogStartOffsetIncrementReason``): DeleteRecords (KIP-107, never
 backwards, never past the high watermark) and retention (to the first surviving segment's base).
 
@@ -36,7 +42,16 @@ from ebb_broker.log.errors import OffsetOutOfRangeError, PolicyViolationError
 from ebb_broker.log.local_log import LocalLog, ScheduleDelete, delete_now
 from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.log_loader import load_log
-from ebb_broker.log.producer_state import ProducerEntry, ProducerStateManager
+from ebb_broker.log.producer_state import CompletedTxn, ProducerEntry, ProducerStateManager
+from ebb_broker.log.records import (
+    ABORT,
+    COMMIT,
+    CONTROL_KEY,
+    END_TXN_MARKER,
+    Record,
+    encode_batch,
+    read_end_txn_marker,
+)
 from ebb_broker.log.retention import (
     CommittedOffsets,
     RetentionReason,
@@ -48,7 +63,8 @@ from ebb_broker.log.retention import (
     time_breach,
 )
 from ebb_broker.log.segment import BatchInfo, Segment
-from ebb_broker.log.validator import AppendOrigin, validate_records
+from ebb_broker.log.transaction_index import AbortedTxn
+from ebb_broker.log.validator import AppendOrigin, ValidatedBatch, validate_records
 
 log = logging.getLogger(__name__)
 
@@ -233,12 +249,20 @@ class Log:
         now_ms: int | None = None,
         origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> AppendInfo:
-        """Validate, stamp and append the one v2 batch a producer sent for this partition.
+        """Validate, stamp and append the one v2 batch a producer sent for this partition (or, with
+        ``origin=COORDINATOR``, one the broker's coordinators built: transactional offset commits carry
+        the producer's id and epoch but no sequence, markers are control batches, as Kafka's
+        AppendOrigin.COORDINATOR).
 
         ``validator.validate_records`` checks the batch record by record (raising CorruptRecordError,
-        InvalidRecordError, RecordValidationError, RecordTooLargeError or UnsupportedFeatureError);
-        the idempotent-producer checks follow. Nothing is written unless everything passes.
+        InvalidRecordError, RecordValidationError or RecordTooLargeError);
+        the idempotent-producer and transaction checks follow. Nothing is written unless everything passes.
         """
+        return self._append(records, now_ms, origin)[0]
+
+    def _append(
+        self, records: bytes | memoryview, now_ms: int | None, origin: AppendOrigin
+    ) -> tuple[AppendInfo, CompletedTxn | None]:
         config = self.config
         now = now_ms if now_ms is not None else self._local.clock()
         batch = validate_records(
@@ -247,30 +271,71 @@ class Log:
         header = batch.header
         append_time = config.message_timestamp_type == "LogAppendTime"
         with self._lock:
+            if header.is_control:
+                return self._append_marker_locked(batch, now, append_time)
             pending: dict[int, ProducerEntry] = {}
             dup = self._producers.check(header, pending)
             if dup is not None:
-                return AppendInfo(
+                info = AppendInfo(
                     dup.first_offset,
                     dup.last_offset,
                     dup.timestamp if append_time else -1,
                     self._log_start_offset,
                 )
+                return info, None
             base = self._local.next_offset
             stamped = header._replace(base_offset=base)
             self._producers.stage(stamped, pending, now)
+            if header.is_transactional:
+                self._producers.begin_txn(pending, header.producer_id, header.producer_epoch, base)
             last = stamped.last_offset
-            self._maybe_roll(batch.size, header.max_timestamp, last, now)
-            self._local.append(
-                [_PREFIX.pack(base, header.length, LEADER_EPOCH), batch.tail],
-                [BatchInfo(batch.size, last, header.max_timestamp)],
-            )
+            self._write(batch, base, now)
             if pending:
                 self._producers.commit(pending)
-            self._unflushed_messages += header.count
-            if self._unflushed_messages >= config.flush_messages:
-                self._flush_locked(now)
-            return AppendInfo(base, last, now if append_time else -1, self._log_start_offset)
+            return AppendInfo(base, last, now if append_time else -1, self._log_start_offset), None
+
+    def _write(self, batch: ValidatedBatch, base: int, now: int) -> None:
+        """Roll if due, stamp ``base`` into the batch's 16-byte prefix and write it; flush.messages."""
+        header = batch.header
+        last = base + header.last_offset_delta
+        self._maybe_roll(batch.size, header.max_timestamp, last, now)
+        self._local.append(
+            [_PREFIX.pack(base, header.length, LEADER_EPOCH), batch.tail],
+            [BatchInfo(batch.size, last, header.max_timestamp)],
+        )
+        self._unflushed_messages += header.count
+        if self._unflushed_messages >= self.config.flush_messages:
+            self._flush_locked(now)
+
+    def _append_marker_locked(
+        self, batch: ValidatedBatch, now: int, append_time: bool
+    ) -> tuple[AppendInfo, CompletedTxn | None]:
+        """A COMMIT or ABORT control batch (Kafka's ProducerAppendInfo.appendEndTxnMarker): it completes
+        its producer's transaction here; an aborted one goes into the active segment's .txnindex."""
+        header = batch.header
+        marker = read_end_txn_marker(_PREFIX.pack(0, header.length, LEADER_EPOCH) + bytes(batch.tail), header)
+        self._producers.check_marker(header.producer_id, header.producer_epoch)
+        base = self._local.next_offset
+        self._write(batch, base, now)
+        info = AppendInfo(base, base, now if append_time else -1, self._log_start_offset)
+        if marker is None or header.producer_id < 0:
+            return info, None
+        control_type, coordinator_epoch = marker
+        completed = self._producers.complete_txn(
+            header.producer_id,
+            header.producer_epoch,
+            base,
+            commit=control_type == COMMIT,
+            coordinator_epoch=coordinator_epoch,
+            timestamp=now,
+        )
+        if completed.aborted:
+            unstable = self._producers.first_unstable_offset()
+            lso = base + 1 if unstable is None else min(unstable, base + 1)
+            self._local.active.txn_index.append(
+                AbortedTxn(header.producer_id, completed.first_offset, completed.last_offset, lso)
+            )
+        return info, completed
 
     def _maybe_roll(self, incoming: int, max_ts: int, last_offset: int, now: int) -> None:
         config = self.config
@@ -306,6 +371,80 @@ class Log:
                 return False
             self._flush_locked(now)
             return True
+
+    # -- transactions (KIP-98) ----------------------------------------------------------------------------
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, or the high watermark: read_committed
+        consumers read below it (Kafka's LSO)."""
+        with self._lock:
+            unstable = self._producers.first_unstable_offset()
+            hw = self.high_watermark
+            # DeleteRecords or retention may have removed an open transaction's first records: the LSO
+            # never falls below the log start offset (Kafka bounds the first unstable offset likewise).
+            return hw if unstable is None else max(min(unstable, hw), self._log_start_offset)
+
+    def producers(self) -> dict[int, ProducerEntry]:
+        """A copy of every known producer's state (DescribeProducers)."""
+        with self._lock:
+            return self._producers.entries()
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """producer id -> first offset of its open transaction (DescribeProducers, hanging-txn checks)."""
+        with self._lock:
+            return self._producers.ongoing()
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int | None = None,
+    ) -> CompletedTxn:
+        """Append the transaction coordinator's COMMIT or ABORT marker (a control batch) for a producer,
+        completing its transaction here (Kafka's appendAsLeader with origin COORDINATOR: the marker goes
+        through the validator like any batch)."""
+        now = now_ms if now_ms is not None else self._local.clock()
+        batch = encode_batch(
+            [
+                Record(
+                    0,
+                    now,
+                    CONTROL_KEY.pack(0, COMMIT if commit else ABORT),
+                    END_TXN_MARKER.pack(0, coordinator_epoch),
+                )
+            ],
+            base_offset=0,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            partition_leader_epoch=LEADER_EPOCH,
+            is_transactional=True,
+            is_control=True,
+        )
+        _info, completed = self._append(batch, now, AppendOrigin.COORDINATOR)
+        assert completed is not None
+        return completed
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound), for a read_committed fetch:
+        the .txnindex entries of the segment holding ``fetch_offset`` and every later one."""
+        with self._lock:
+            out: list[AbortedTxn] = []
+            for seg in self._local.segments.snapshot():
+                if seg.next_offset <= fetch_offset and seg is not self._local.active:
+                    continue
+                if seg.base_offset >= upper_bound:
+                    break
+                out.extend(seg.txn_index.collect(fetch_offset, upper_bound))
+            return out
+
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """producer.id.expiration.ms: forget producers idle that long with no open transaction."""
+        with self._lock:
+            return self._producers.remove_expired(now_ms, expiration_ms)
 
     # -- reads --------------------------------------------------------------------------------------------
 

@@ -397,6 +397,21 @@ class LogManager:
         with self._lock:
             return self.config.topic_config(self._meta(name).overrides)
 
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """producer.id.expiration.ms over every log: forget producers idle that long (none with an open
+        transaction). Returns how many went."""
+        return sum(lg.remove_expired_producers(now_ms, expiration_ms) for lg in self.logs())
+
+    def update_defaults(self, config: LogManagerConfig) -> None:
+        """New broker-wide defaults (dynamic broker configs): every topic without its own override of a
+        key takes the new value at once, as Kafka's DynamicLogConfig reconfigures its logs. The cleaner's
+        dedupe buffer is fixed at start."""
+        with self._lock:
+            configs = {name: config.topic_config(meta.overrides) for name, meta in self._topics.items()}
+            self.config = config
+            for (topic, _p), lg in self._logs.items():
+                lg.update_config(configs[topic])
+
     def alter_topic_config(self, name: str, overrides: Mapping[str, str | None]) -> LogConfig:
         """Set (or with None remove) overrides; validates the result first, so a bad value changes nothing."""
         with self._lock:

@@ -48,6 +48,12 @@ NO_TIMESTAMP = -1
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
 
+# A control record (Kafka's ControlRecordType and EndTransactionMarker): key = version int16 + type int16,
+# an end-transaction marker's value = version int16 + coordinatorEpoch int32.
+CONTROL_KEY = struct.Struct(">hh")
+END_TXN_MARKER = struct.Struct(">hi")
+ABORT, COMMIT = 0, 1  # ControlRecordType
+
 
 class BatchHeader(NamedTuple):
     """The 61-byte v2 batch header, decoded."""
@@ -243,6 +249,21 @@ def decode_records(batch: bytes | memoryview, header: BatchHeader | None = None)
             f"batch at offset {base_offset} has {len(data) - pos} bytes after its records"
         )
     return out
+
+
+def read_end_txn_marker(batch: bytes | memoryview, header: BatchHeader) -> tuple[int, int] | None:
+    """``(ControlRecordType, coordinator epoch)`` of a control batch's marker record; None when the
+    batch holds no readable end-transaction marker (nothing completes then)."""
+    try:
+        records = decode_records(batch, header)
+    except CorruptRecordError:
+        return None
+    if not records or records[0].key is None or len(records[0].key) < CONTROL_KEY.size:
+        return None
+    _version, control_type = CONTROL_KEY.unpack_from(records[0].key)
+    value = records[0].value
+    epoch = END_TXN_MARKER.unpack_from(value)[1] if value is not None and len(value) >= 6 else -1
+    return control_type, epoch
 
 
 def encode_record(

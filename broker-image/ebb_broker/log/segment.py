@@ -17,6 +17,7 @@ from ebb_broker.log import files
 from ebb_broker.log.errors import CorruptIndexError, CorruptRecordError
 from ebb_broker.log.file_handles import LazyFile
 from ebb_broker.log.offset_index import OffsetIndex
+from ebb_broker.log.producer_state import CompletedTxn
 from ebb_broker.log.records import (
     CRC_START,
     HEADER_SIZE,
@@ -26,9 +27,11 @@ from ebb_broker.log.records import (
     BatchHeader,
     crc32c,
     decode_records,
+    read_end_txn_marker,
     read_header,
 )
 from ebb_broker.log.time_index import TimeIndex
+from ebb_broker.log.transaction_index import AbortedTxn, TransactionIndex
 
 INT_MAX = 2**31 - 1
 _READ_CHUNK = 8 * 1024 * 1024
@@ -68,6 +71,7 @@ class Segment:
         self.created_ms = created_ms
         self._index_args = (max_index_size,)
         self.offset_index, self.time_index = self._open_indexes()
+        self.txn_index, self.txn_index_torn = self._open_txn_index()
         self.next_offset = base_offset
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp = base_offset - 1
@@ -113,16 +117,35 @@ class Segment:
             ti.reset()
         return oi, ti
 
+    def _open_txn_index(self) -> tuple[TransactionIndex, bool]:
+        path = files.segment_file(self.directory, self.base_offset, files.TXN_INDEX_SUFFIX, self.temp)
+        try:
+            return TransactionIndex(path), False
+        except CorruptIndexError:
+            path.unlink()  # rebuilt by load() from the segment's markers
+            return TransactionIndex(path), True
+
     # -- loading and recovery ---------------------------------------------------------------------------
 
-    def load(self, *, recover: bool, on_batch: Callable[[BatchHeader], None] | None = None) -> int:
-        """Scan the .log: compute the next offset and max timestamp, feed ``on_batch`` (producer state).
+    def load(
+        self,
+        *,
+        recover: bool,
+        on_batch: Callable[[BatchHeader, int | None], CompletedTxn | None] | None = None,
+    ) -> int:
+        """Scan the .log: compute the next offset and max timestamp, feed ``on_batch`` (producer state)
+        each batch header and, for a transaction marker, its control type (COMMIT/ABORT).
 
         With ``recover`` (no clean shutdown, Kafka's LogSegment.recover) every batch's CRC is checked and
-        both indexes are rebuilt; otherwise only headers are read and an index is rebuilt only when it fails
-        its sanity check. Either way the file is truncated at the first batch that is torn or corrupt.
-        Returns the number of bytes truncated.
+        the indexes are rebuilt (the transaction index from the ABORT markers ``on_batch`` completes);
+        otherwise only headers are read and an index is rebuilt only when it fails its sanity check.
+        Either way the file is truncated at the first batch that is torn or corrupt. Returns the number of
+        bytes truncated.
         """
+        rebuild_txn = (recover or self.txn_index_torn) and on_batch is not None
+        if rebuild_txn:
+            self.txn_index.reset()
+            self.txn_index_torn = False
         rebuild = recover
         if not rebuild:
             try:
@@ -161,7 +184,12 @@ class Segment:
                     self.bytes_since_last_index_entry = 0
                 self.bytes_since_last_index_entry += header.size
             if on_batch is not None:
-                on_batch(header)
+                control = self._control_type_at(pos, header) if header.is_control else None
+                completed = on_batch(header, control)
+                if rebuild_txn and completed is not None and completed.aborted:
+                    self.txn_index.append(
+                        AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset, -1)
+                    )
             self.next_offset = header.next_offset
             pos += header.size
             valid_end = pos
@@ -172,6 +200,7 @@ class Segment:
             self.size = valid_end
             self.offset_index.truncate_to(self.next_offset)
             self.time_index.truncate_to(self.next_offset)
+            self.txn_index.truncate_to(self.next_offset)
         if not rebuild:
             _, last_pos = self.offset_index.last_entry()
             self.bytes_since_last_index_entry = (
@@ -180,6 +209,13 @@ class Segment:
         if self.rolling_based_timestamp is not None and self.rolling_based_timestamp < 0:
             self.rolling_based_timestamp = None
         return truncated
+
+    def _control_type_at(self, pos: int, header: BatchHeader) -> int | None:
+        """The ControlRecordType (0 ABORT, 1 COMMIT) of the control batch at ``pos``."""
+        with self._file as fd:
+            raw = os.pread(fd, header.size, pos)
+        marker = read_end_txn_marker(raw, header)
+        return None if marker is None else marker[0]
 
     def _valid_header_at(self, pos: int, *, check_crc: bool) -> BatchHeader | None:
         with self._file as fd:
@@ -372,6 +408,7 @@ class Segment:
             os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def change_temp_suffix(self, temp: str) -> None:
         """Rename every file of the segment to carry ``temp`` ('' = live name)."""
@@ -381,6 +418,9 @@ class Segment:
         )
         self.time_index.rename_to(
             files.segment_file(self.directory, self.base_offset, files.TIME_INDEX_SUFFIX, temp)
+        )
+        self.txn_index.rename_to(
+            files.segment_file(self.directory, self.base_offset, files.TXN_INDEX_SUFFIX, temp)
         )
         self.temp = temp
 
@@ -393,9 +433,11 @@ class Segment:
         self.close()
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
             path.unlink(missing_ok=True)
+        self.txn_index.delete()
 
     def paths(self) -> list[Path]:
-        return [self.log_path, self.offset_index.path, self.time_index.path]
+        txn = [self.txn_index.path] if self.txn_index.path.exists() else []
+        return [self.log_path, self.offset_index.path, self.time_index.path, *txn]
 
     @property
     def log_path(self) -> Path:

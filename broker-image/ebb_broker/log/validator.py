@@ -7,8 +7,10 @@ checks, in Kafka 4.x's order and with its error codes:
    v3+ may hold only one), whole, magic 2, its CRC-32C correct (CORRUPT_MESSAGE), no larger than
    ``max.message.bytes`` (MESSAGE_TOO_LARGE).
 2. The batch (``validateBatch``, appends from clients): ``count`` positive and equal to
-   ``lastOffsetDelta + 1``; no control batch; an idempotent batch has a sequence (INVALID_RECORD).
-   Transactional batches are refused (transactions are not implemented: INVALID_REQUEST).
+   ``lastOffsetDelta + 1``; no control batch (COMMIT/ABORT markers come only from the transaction
+   coordinator, ``AppendOrigin.COORDINATOR``); an idempotent batch has a sequence, and a transactional one
+   a producer id (INVALID_RECORD). Transactional batches are otherwise checked record by record like any
+   other; the log then opens the producer's transaction (KIP-98).
 3. Every record, decoded in one pass (DefaultRecord.readFrom): its length varint is at least the minimum
    record and lies inside the batch, key and value lengths are ``-1`` (null) or non-negative, headers are
    a non-negative count of non-negative-length UTF-8 keys with ``-1``/non-negative values, the fields add
@@ -30,8 +32,9 @@ Offsets are the broker's: the log gives the batch its base offset and the record
 count having been checked against the records decoded, so a batch that lies about it is refused, never
 stored. The batch's ``maxTimestamp`` is set to its largest record timestamp (Kafka's setMaxTimestamp), or
 to the append time on LogAppendTime topics. ``compression.type`` other than ``producer`` recompresses a
-batch written with another codec; the records' bytes are unchanged (offset deltas and the base timestamp
-stay valid), only the codec, the length, the attributes and the CRC are new.
+batch written with another codec (except control batches, which Kafka never compresses); the records'
+bytes are unchanged (offset deltas and the base timestamp stay valid), only the codec, the length, the
+attributes and the CRC are new.
 
 Cost: the records are walked once by a tight loop (one-byte varints inlined, values skipped, no objects
 per record); the slower pass that names the culprit records runs only when one is refused. The batch's
@@ -54,7 +57,6 @@ from ebb_broker.log.errors import (
     RecordError,
     RecordTooLargeError,
     RecordValidationError,
-    UnsupportedFeatureError,
 )
 from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.records import (
@@ -88,7 +90,8 @@ _CRC = struct.Struct(">I")
 
 class AppendOrigin(enum.Enum):
     """Who appends (Kafka's AppendOrigin): clients get every check; the broker's own coordinators write
-    batches it built itself, and (once transactions exist) control batches."""
+    batches it built itself: transactional offset commits without a sequence, and the transaction
+    markers (control batches)."""
 
     CLIENT = "client"
     COORDINATOR = "coordinator"
@@ -140,8 +143,8 @@ def validate_records(
 ) -> ValidatedBatch:
     """Check one produced batch (see the module docstring) and prepare its stored form.
 
-    Raises CorruptRecordError, InvalidRecordError, RecordValidationError (with KIP-467 record errors),
-    RecordTooLargeError and UnsupportedFeatureError; returns the batch to write.
+    Raises CorruptRecordError, InvalidRecordError, RecordValidationError (with KIP-467 record errors)
+    and RecordTooLargeError; returns the batch to write.
     """
     buf = records if isinstance(records, bytes) else bytes(records)
     end = len(buf)
@@ -192,7 +195,8 @@ def validate_records(
         raise record_validation_error(errors)
 
     max_ts = now_ms if append_time else base_ts + max_delta
-    target = target_compression(config, codec)
+    # Kafka's LogValidator: "Do not compress control records unless they are written compressed".
+    target = codec if header.is_control else target_compression(config, codec)
     attributes = (header.attributes & ~0x07) | target
     if append_time:
         attributes |= TIMESTAMP_TYPE_MASK
@@ -239,8 +243,10 @@ def _validate_batch_header(header: BatchHeader, topic_partition: str, origin: Ap
                 f"Invalid sequence number {header.base_sequence} in record batch with producerId "
                 f"{header.producer_id} in topic partition {topic_partition}"
             )
-    if header.is_transactional:
-        raise UnsupportedFeatureError("transactional batches are not supported by ebb-broker")
+        if header.is_transactional and header.producer_id < 0:
+            raise InvalidRecordError(
+                f"Transactional record batch without a producer id in topic partition {topic_partition}"
+            )
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:

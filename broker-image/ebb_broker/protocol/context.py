@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     from ebb_broker.config import BrokerConfig
     from ebb_broker.coordinator.group_coordinator import GroupCoordinator
     from ebb_broker.coordinator.producer_ids import ProducerIdManager
+    from ebb_broker.coordinator.transaction_coordinator import TransactionCoordinator
+    from ebb_broker.dynamic_config import DynamicBrokerConfig
     from ebb_broker.log import LogManager
     from ebb_broker.metrics import BrokerMetrics
     from ebb_broker.protocol.registry import ApiSpec
@@ -73,6 +75,9 @@ class Broker:
     # None unless authorizer.class.name is set: then every API checks ACLs (protocol/authz.py).
     authorizer: Authorizer | None = None
     appended: AppendSignal = field(default_factory=AppendSignal)
+    # AlterConfigs on BROKER resources change `config` through it (None: brokers assembled without one).
+    dynamic_config: DynamicBrokerConfig | None = None
+    transactions: TransactionCoordinator | None = None
 
 
 ANONYMOUS = "User:ANONYMOUS"

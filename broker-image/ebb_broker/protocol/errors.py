@@ -24,7 +24,6 @@ _CODES: list[tuple[type[Exception], int]] = [
     (L.TopicExistsError, E.TopicAlreadyExistsError.errno),
     (L.InvalidConfigError, E.InvalidConfigurationError.errno),
     (L.InvalidPartitionsError, E.InvalidPartitionsError.errno),
-    (L.UnsupportedFeatureError, E.InvalidRequestError.errno),
     (L.PartitionLimitError, E.PolicyViolationError.errno),
 ]
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ebb_broker.protocol.apis import (  # noqa: F401  (imported for their registrations)
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_user_scram_credentials,
     api_versions,
@@ -19,7 +21,10 @@ from ebb_broker.protocol.apis import (  # noqa: F401  (imported for their regist
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
+    describe_transactions,
     describe_user_scram_credentials,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -29,6 +34,7 @@ from ebb_broker.protocol.apis import (  # noqa: F401  (imported for their regist
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -37,4 +43,5 @@ from ebb_broker.protocol.apis import (  # noqa: F401  (imported for their regist
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    txn_offset_commit,
 )

@@ -4,10 +4,16 @@ Behaviour:
 - Topic resources: the given configs replace every override of the topic (keys not named go
   back to their defaults), as Kafka's non-incremental AlterConfigs does. Validated as a whole
   first: a bad key or value answers INVALID_CONFIG naming it and changes nothing.
-- validate_only checks without applying. Broker resources are refused with INVALID_REQUEST
-  (dynamic broker configs are not supported); unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
-- Needs ALTER_CONFIGS on the TOPIC (else TOPIC_AUTHORIZATION_FAILED) or, for a broker, the
-  CLUSTER (else CLUSTER_AUTHORIZATION_FAILED), per resource; nothing of it changes.
+- Broker resources (this broker's id, or "" for the cluster-wide default) replace the dynamic
+  broker configs of that level, as Kafka's AlterConfigs does; only dynamic keys are accepted (the
+  broker defaults of topic configs, see docs/broker.md), others get INVALID_REQUEST "Cannot update
+  these configs dynamically", as does a bad value. The change is persisted in the data directory and
+  takes effect at once, for every topic without its own override.
+- validate_only checks without applying. Group resources are refused (read-only here); unknown
+  topics get UNKNOWN_TOPIC_OR_PARTITION.
+- Needs ALTER_CONFIGS on the TOPIC (else TOPIC_AUTHORIZATION_FAILED), the GROUP (else
+  GROUP_AUTHORIZATION_FAILED) or, for a broker, the CLUSTER (else CLUSTER_AUTHORIZATION_FAILED), per
+  resource; nothing of it changes.
 
 Version notes:
 - v1: no change. v2: flexible.

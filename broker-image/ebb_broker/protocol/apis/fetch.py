@@ -15,12 +15,15 @@ Behaviour:
   max_wait_ms, whichever comes first.
 - Sessions (KIP-227) are not created: session id 0 in the response tells the client to keep
   sending full fetch requests, which every client supports.
-- read_committed equals read_uncommitted: there are no transactions, so LSO = high watermark.
+- read_committed (KIP-98) reads up to the last stable offset (the first offset of the oldest open
+  transaction) and gets the aborted transactions overlapping what it read (from the segments'
+  .txnindex), so the client drops their records; read_uncommitted reads up to the high watermark.
+  Every partition reports its last stable offset.
 - Needs READ on each TOPIC (else its partitions TOPIC_AUTHORIZATION_FAILED, no records).
 
 Version notes:
 - v3 (KIP-74): request-level max_bytes (v4 is the lowest served).
-- v4: isolation level, last stable offset, aborted transactions (always empty).
+- v4: isolation level, last stable offset, aborted transactions.
 - v5: log start offset. v7: sessions (answered sessionless). v9: current leader epoch (ignored).
 - v11: rack id / preferred read replica (-1). v12: flexible, diverging epoch (not computed).
 - v13+ (topic ids) is not advertised.
@@ -42,6 +45,7 @@ from ebb_broker.protocol.topics import has_partition
 from ebb_broker.protocol.zero_copy import FileRecords, ZeroCopyResponse
 
 API_KEY = 1
+READ_COMMITTED = 1
 
 
 def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int, list[FileRecords]]:
@@ -52,6 +56,7 @@ def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int, list[F
     topics = broker.logs.topics()
     unreadable = denied(ctx, Op.READ, TOPIC, (t.topic for t in request.topics))
     budget = request.max_bytes
+    read_committed = request.isolation_level == READ_COMMITTED
     # KIP-74: until a partition returned records, the next one may exceed the limits by its first batch.
     min_one = True
     total = 0
@@ -61,16 +66,28 @@ def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int, list[F
         parts = []
         for p in t.partitions:
             err, hw, start, records, size = 0, -1, -1, b"", 0
+            lso, aborted = -1, []
             if t.topic in unreadable:
                 err = TOPIC_AUTHORIZATION_FAILED
             elif not has_partition(topics, t.topic, p.partition):
                 err = UnknownTopicOrPartitionError.errno
             else:
                 plog = broker.logs.get_log(t.topic, p.partition)
+                lso = plog.last_stable_offset
                 try:
                     limit = max(min(p.partition_max_bytes, budget), 0)
                     if limit > 0 or min_one:
-                        result = plog.read(p.fetch_offset, limit, min_one_message=min_one)
+                        result = plog.read(
+                            p.fetch_offset,
+                            limit,
+                            max_offset=lso if read_committed else None,
+                            min_one_message=min_one,
+                        )
+                        if read_committed and result.slices:
+                            aborted = [
+                                P.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                                for a in plog.collect_aborted_transactions(p.fetch_offset, lso)
+                            ]
                         hw, start = result.high_watermark, result.log_start_offset
                         if result.slices:
                             fr = FileRecords(list(result.slices))
@@ -90,9 +107,9 @@ def _read_all(ctx: RequestContext, request: Any) -> tuple[list[Any], int, list[F
                     partition_index=p.partition,
                     error_code=err,
                     high_watermark=hw,
-                    last_stable_offset=hw,
+                    last_stable_offset=lso if lso >= 0 else hw,
                     log_start_offset=start,
-                    aborted_transactions=[],
+                    aborted_transactions=aborted,
                     preferred_read_replica=-1,
                     records=records,
                 )

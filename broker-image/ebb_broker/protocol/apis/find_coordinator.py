@@ -1,11 +1,11 @@
 """FindCoordinator: v0-4 (API key 10)
 
 Behaviour:
-- This broker coordinates every group (it is the only node); it answers itself for every key.
+- This broker coordinates every group and every transactional id (it is the only node); it
+  answers itself for both key types. The first transaction coordinator lookup a session may make
+  creates `__transaction_state`, as Kafka does.
 - Needs DESCRIBE on the GROUP (key type 0) or the TRANSACTIONAL_ID (key type 1): else
   GROUP_AUTHORIZATION_FAILED / TRANSACTIONAL_ID_AUTHORIZATION_FAILED, per key from v4.
-- Transaction coordinators (key type 1) are refused with COORDINATOR_NOT_AVAILABLE: transactions
-  are not implemented, so no client is told they are.
 
 Version notes:
 - v1: key type, throttle time and error message.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import CoordinatorNotAvailableError
+from kafka.errors import InvalidRequestError
 
 from ebb_broker.protocol.authz import (
     GROUP,
@@ -29,9 +29,10 @@ from ebb_broker.protocol.authz import (
 )
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
+from ebb_broker.protocol.transactions import transaction_coordinator
 
 API_KEY = 10
-_GROUP = 0
+_GROUP, _TRANSACTION = 0, 1
 
 
 def _refused(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str] | None:
@@ -46,11 +47,15 @@ def _refused(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str] | 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     me = ctx.broker.identity
-    supported = request.key_type == _GROUP
-    error = 0 if supported else CoordinatorNotAvailableError.errno
-    message = None if supported else "transactions are not supported by ebb-broker"
+    supported = request.key_type in (_GROUP, _TRANSACTION)
+    error = 0 if supported else InvalidRequestError.errno
+    message = None if supported else f"unknown coordinator key type {request.key_type}"
     host, port = ctx.advertised
     node = (me.node_id, host, port) if supported else (-1, "", -1)
+    if request.key_type == _TRANSACTION:
+        keys = request.coordinator_keys if ctx.api_version >= 4 else [request.key]
+        if any(_refused(ctx, _TRANSACTION, key) is None for key in keys):
+            transaction_coordinator(ctx).ensure_topic()
     if ctx.api_version >= 4:
         cls = ctx.response_class
         coordinators = []

@@ -1,8 +1,10 @@
 """Heartbeat: v0-4 (API key 12)
 
 Behaviour:
-- Keeps the member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin.
-- UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION as Kafka's classic coordinator returns them.
+- Keeps the member's session alive (session.timeout.ms from its JoinGroup); REBALANCE_IN_PROGRESS
+  tells it to rejoin.
+- UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION as Kafka's classic coordinator returns them;
+  FENCED_INSTANCE_ID for a static member's id that a restarted instance replaced (KIP-345).
 - Needs READ on the GROUP (else GROUP_AUTHORIZATION_FAILED, the whole response).
 
 Version notes:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC
+from ebb_broker.coordinator.transaction_records import TRANSACTION_STATE_TOPIC
 from ebb_broker.protocol.authz import (
     CLUSTER,
     NOT_REQUESTED,
@@ -103,7 +104,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 error_code=err,
                 name=name,
                 topic_id=meta.topic_id if meta is not None and not err else None,
-                is_internal=name == OFFSETS_TOPIC,
+                is_internal=name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC),
                 partitions=parts,
                 authorized_operations=authorized_operations(ctx, TOPIC, name)
                 if topic_ops and not err

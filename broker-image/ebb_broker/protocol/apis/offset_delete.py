@@ -4,8 +4,9 @@ Behaviour:
 - Deletes committed offsets of a group (KIP-496) with tombstones in `__consumer_offsets`.
 - Needs DELETE on the GROUP (else GROUP_AUTHORIZATION_FAILED at the top level, nothing deleted)
   and READ on each TOPIC (else its partitions TOPIC_AUTHORIZATION_FAILED, their offsets kept).
-- Per partition, GROUP_SUBSCRIBED_TO_TOPIC when a live member subscribes to the topic; an unknown
-  group answers GROUP_ID_NOT_FOUND at the top level.
+- Per partition, GROUP_SUBSCRIBED_TO_TOPIC when the group's members subscribe to the topic; an
+  unknown group answers GROUP_ID_NOT_FOUND and a non-empty group of another protocol type
+  NON_EMPTY_GROUP at the top level.
 
 Version notes:
 - v0 only.
@@ -14,8 +15,6 @@ Version notes:
 from __future__ import annotations
 
 from typing import Any
-
-from kafka.errors import GroupIdNotFoundError
 
 from ebb_broker.protocol.authz import (
     GROUP,
@@ -33,16 +32,15 @@ API_KEY = 47
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    groups = ctx.broker.groups
     if not allowed(ctx, Op.DELETE, GROUP, request.group_id):
         return ctx.response(error_code=GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
-    if request.group_id not in groups.groups:
-        return ctx.response(error_code=GroupIdNotFoundError.errno, throttle_time_ms=0, topics=[])
     unreadable = denied(ctx, Op.READ, TOPIC, (t.name for t in request.topics))
     wanted = [
         (t.name, p.partition_index) for t in request.topics for p in t.partitions if t.name not in unreadable
     ]
-    result = groups.delete_offsets(request.group_id, wanted) if wanted else {}
+    error, result = ctx.broker.groups.delete_offsets(request.group_id, wanted)
+    if error:
+        return ctx.response(error_code=error, throttle_time_ms=0, topics=[])
     result.update(
         {
             (t.name, p.partition_index): TOPIC_AUTHORIZATION_FAILED

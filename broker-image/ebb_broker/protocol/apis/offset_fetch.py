@@ -7,7 +7,9 @@ Behaviour:
 - Needs DESCRIBE on the GROUP (else GROUP_AUTHORIZATION_FAILED: per group from v8, the whole
   response before) and DESCRIBE on each named TOPIC (else its partitions TOPIC_AUTHORIZATION_FAILED,
   offset -1); with all topics, topics the session may not describe are left out silently.
-- require_stable (v7) is satisfied trivially: there are no pending transactional commits.
+- require_stable (v7, KIP-447): a partition with a transactional commit still pending answers
+  UNSTABLE_OFFSET_COMMIT (offset -1), so the consumer retries until the transaction ends; without
+  it the last committed offset is returned (pending ones are never shown).
 
 Version notes:
 - v2: null topics = all, top-level error. v3: throttle time. v5: leader epoch.
@@ -18,6 +20,8 @@ Version notes:
 from __future__ import annotations
 
 from typing import Any
+
+from kafka.errors import UnstableOffsetCommitError
 
 from ebb_broker.protocol.authz import (
     GROUP,
@@ -54,24 +58,28 @@ def _partitions(ctx: RequestContext, group_id: str, topics: Any) -> dict[str, li
     return out
 
 
-def _topics(topic_cls: Any, partition_cls: Any, ctx: RequestContext, group_id: str, topics: Any) -> list[Any]:
+def _topics(
+    topic_cls: Any, partition_cls: Any, ctx: RequestContext, group_id: str, topics: Any, require_stable: bool
+) -> list[Any]:
     """The per-topic answer, shaped alike before (v1-7) and inside (v8+) the groups array."""
-    return [
-        topic_cls(
-            name=topic,
-            partitions=[
+    groups = ctx.broker.groups
+    out = []
+    for topic, parts in _partitions(ctx, group_id, topics).items():
+        answers = []
+        for p, c, error in parts:
+            if not error and require_stable and groups.has_pending_txn_offset(group_id, (topic, p)):
+                c, error = None, UnstableOffsetCommitError.errno
+            answers.append(
                 partition_cls(
                     partition_index=p,
                     committed_offset=c.offset if c else -1,
                     committed_leader_epoch=c.leader_epoch if c else -1,
                     metadata=c.metadata if c else "",
-                    error_code=err,
+                    error_code=error,
                 )
-                for p, c, err in parts
-            ],
-        )
-        for topic, parts in _partitions(ctx, group_id, topics).items()
-    ]
+            )
+        out.append(topic_cls(name=topic, partitions=answers))
+    return out
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -89,7 +97,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 else cls.OffsetFetchResponseGroup(
                     group_id=g.group_id,
                     error_code=0,
-                    topics=_topics(topic_cls, partition_cls, ctx, g.group_id, g.topics),
+                    topics=_topics(
+                        topic_cls, partition_cls, ctx, g.group_id, g.topics, request.require_stable
+                    ),
                 )
                 for g in request.groups
             ],
@@ -127,6 +137,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             ctx,
             request.group_id,
             request.topics,
+            ctx.api_version >= 7 and bool(request.require_stable),
         ),
     )
 

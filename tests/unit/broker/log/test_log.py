@@ -16,7 +16,6 @@ from ebb_broker.log.errors import (
     PolicyViolationError,
     RecordTooLargeError,
     RecordValidationError,
-    UnsupportedFeatureError,
 )
 from ebb_broker.log.log import Log
 from ebb_broker.log.log_config import LogConfig
@@ -83,8 +82,17 @@ def test_bad_input_is_refused_and_nothing_is_written(make_log) -> None:  # type:
     with pytest.raises(RecordTooLargeError, match=r"max\.message\.bytes"):
         lg.append(batch(b"x" * 600))
     txn = encode_batch([Record(0, T0, b"k", b"v")], base_offset=0, is_transactional=True)
-    with pytest.raises(UnsupportedFeatureError):
-        lg.append(txn)
+    with pytest.raises(InvalidRecordError, match="producer id"):
+        lg.append(txn)  # transactional without a producer id
+    control = encode_batch(
+        [Record(0, T0, b"\x00\x00\x00\x01", b"")],
+        base_offset=0,
+        producer_id=1,
+        is_transactional=True,
+        is_control=True,
+    )
+    with pytest.raises(InvalidRecordError, match="control records"):
+        lg.append(control)
     assert lg.log_end_offset == 0 and lg.size_in_bytes() == 0
 
 

@@ -28,7 +28,6 @@ from ebb_broker.log.errors import (
     LogError,
     RecordTooLargeError,
     RecordValidationError,
-    UnsupportedFeatureError,
 )
 from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.records import (
@@ -172,15 +171,16 @@ def test_any_mutated_records_section_is_refused_cleanly_or_stored_consistently(
 # -- batch-level refusals ------------------------------------------------------------------------------
 
 
-def test_one_batch_per_request_no_control_batches_no_transactions() -> None:
+def test_one_batch_per_request_control_batches_only_from_the_coordinator() -> None:
     one = raw_batch(record(0), 1)
     with pytest.raises(InvalidRecordError, match="exactly one record batch"):
         validate(one + one)
     with pytest.raises(InvalidRecordError, match="control records"):
         validate(raw_batch(record(0), 1, attributes=0x20))
     assert validate(raw_batch(record(0), 1, attributes=0x20), origin=AppendOrigin.COORDINATOR)
-    with pytest.raises(UnsupportedFeatureError):
-        validate(raw_batch(record(0), 1, attributes=0x10, producer_id=1, base_sequence=0))
+    assert validate(raw_batch(record(0), 1, attributes=0x10, producer_id=1, base_sequence=0))
+    with pytest.raises(InvalidRecordError, match="Transactional record batch without a producer id"):
+        validate(raw_batch(record(0), 1, attributes=0x10))
     with pytest.raises(InvalidRecordError, match="Invalid sequence number -1"):
         validate(raw_batch(record(0), 1, producer_id=7, base_sequence=-1))
     with pytest.raises(InvalidRecordError, match="without a record batch"):
