@@ -41,6 +41,9 @@ def test_spark_application_runs_as_pods_and_a_failing_driver_shows_in_the_status
     say(f"SparkApplication runs finished, {time.monotonic() - began:.1f} s after this test started")
 
     last = ok["status"]["lastRun"]
+    if last.get("outcome") != "Succeeded" and last.get("sparkApplication"):
+        log = release.kubectl("logs", f"{last['sparkApplication']}-driver", check=False)
+        raise AssertionError(f"{ok['status']}\ndriver log:\n{(log.stdout + log.stderr)[-6000:]}")
     assert (last["engine"], last["outcome"]) == ("SparkApplication", "Succeeded"), ok["status"]
     app = release.get("sparkapplication", last["sparkApplication"])
     assert app["status"]["applicationState"]["state"] == "COMPLETED", app["status"]
