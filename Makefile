@@ -42,7 +42,7 @@ test-fast: venv
 	$(PY) -m pytest -m unit -q
 
 test: venv lint $(TEST_PREREQS)
-	@echo "==> running every test tier (unit, compat, spark, k8s, e2e)"
+	@echo "==> running every test tier (unit, compat, spark, k8s, e2e, then cluster)"
 	$(PY) -m pytest -q --durations=15
 
 bench: venv

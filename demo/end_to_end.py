@@ -29,7 +29,7 @@ from demo import workload
 from harness.controlplane import ControlPlane, running_control_plane
 from harness.ebb_broker import EbbBroker
 from harness.operator_process import deployment_settings, running_operator
-from harness.spark_operator_standin import SMALL_SPARK_ENV
+from harness.spark_env import SMALL_SPARK_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "ebb"

@@ -10,6 +10,13 @@ namespace, no Pods ever run. Tests start the broker and the operator as local pr
 Use it as a context manager (`with running_control_plane() as cp:`), as the session fixture
 `control_plane` (tests/plugins/controlplane.py), or in the foreground with `make controlplane`.
 Every process is stopped on exit, and dies with its parent even if the parent is killed -9.
+
+With a node (`NodeMode`, used by harness.node for the cluster tier) it is a real cluster's control plane
+(docs/cluster-node.md): kube-apiserver listens on every address and advertises the node's, so pods reach
+it through the `kubernetes` Service; its certificate names that Service; the ServiceAccount admission
+plugin is on; authorization is Node,RBAC; it reaches kubelets by their InternalIP with a client
+certificate of its own; and kube-controller-manager (ServiceAccounts, the root CA ConfigMap, garbage
+collection, the workload controllers, the certificate signer) and kube-scheduler run beside it.
 """
 
 from __future__ import annotations
@@ -29,21 +36,23 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from harness.child_process import die_with_parent
 from harness.k8s_binaries import Binaries
 from harness.k8s_pki import Pki, make_pki
 from harness.kubeconfig import write_kubeconfig
 from harness.ports import free_ports
+from harness.server_process import ServerProcess, ServerStartError, wait_for
 
 ADMIN_USER = "ebb-admin"
 ADMIN_GROUP = "system:masters"
+SERVICE_CIDR = "10.96.0.0/16"  # kubeadm's default; the `kubernetes` Service gets its first address
+KUBERNETES_SERVICE_IP = "10.96.0.1"
+CLUSTER_DOMAIN = "cluster.local"
 _START_TIMEOUT = 90.0
-_STOP_TIMEOUT = 10.0
 
 
-class ControlPlaneError(RuntimeError):
+class ControlPlaneError(ServerStartError):
     """etcd or kube-apiserver did not start (the message carries the end of its log)."""
 
 
@@ -58,56 +67,25 @@ class CommandFailed(RuntimeError):
         self.stderr = stderr
 
 
-class _Process:
-    """One server process with its output in a log file; stopped with SIGTERM, then SIGKILL."""
+@dataclass(frozen=True)
+class NodeMode:
+    """A control plane for a real node: the node's address and name, and where kube-controller-manager
+    and kube-scheduler were built (harness/node/build.sh)."""
 
-    def __init__(self, name: str, argv: list[str], log_path: Path) -> None:
-        self.name = name
-        self.log_path = log_path
-        self._log: IO[bytes] = log_path.open("wb")
-        self.popen = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl-C in a terminal reaches us, and we stop it in order
-            preexec_fn=die_with_parent,
-        )
+    host_ip: str
+    node_name: str
+    node_binaries: Path
 
-    def running(self) -> bool:
-        return self.popen.poll() is None
-
-    def log_tail(self, lines: int = 30) -> str:
-        text = self.log_path.read_text(errors="replace").splitlines()
-        return "\n".join(text[-lines:])
-
-    def stop(self) -> None:
-        if self.running():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.popen.pid, signal.SIGTERM)
-            try:
-                self.popen.wait(_STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.popen.pid, signal.SIGKILL)
-                self.popen.wait()
-        self._log.close()
-
-
-def _wait_for(what: str, process: _Process, ready: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not process.running():
-            raise ControlPlaneError(
-                f"{process.name} exited with status {process.popen.returncode} before {what}; "
-                f"end of {process.log_path}:\n{process.log_tail()}"
-            )
-        if ready():
-            return
-        time.sleep(0.1)
-    raise ControlPlaneError(
-        f"{process.name} not {what} after {timeout:.0f}s; end of {process.log_path}:\n{process.log_tail()}"
-    )
+    def client_certificates(self) -> dict[str, tuple[str, list[str]]]:
+        """Each component's user and groups (the names kubeadm gives them; RBAC's bootstrap roles and the
+        Node authorizer know these users)."""
+        return {
+            "kube-controller-manager": ("system:kube-controller-manager", []),
+            "kube-scheduler": ("system:kube-scheduler", []),
+            "kube-proxy": ("system:kube-proxy", []),
+            "kubelet": (f"system:node:{self.node_name}", ["system:nodes"]),
+            "apiserver-kubelet-client": ("kube-apiserver-kubelet-client", ["system:masters"]),
+        }
 
 
 def _etcd_healthy(url: str) -> bool:
@@ -139,7 +117,28 @@ class ControlPlane:
     pki: Pki
     admin_kubeconfig: Path
     startup_seconds: float
-    _processes: list[_Process] = field(repr=False)
+    _processes: list[ServerProcess] = field(repr=False)
+    node: NodeMode | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.server.rsplit(":", 1)[1])
+
+    def component_kubeconfig(self, name: str) -> Path:
+        """The kubeconfig of a node component (kubelet, kube-proxy, ...) with its own client certificate."""
+        cert, key = self.pki.clients[name]
+        path = self.workdir / "kubeconfigs" / f"{name}.yaml"
+        if not path.exists():
+            user = self.node.client_certificates()[name][0] if self.node else name
+            write_kubeconfig(
+                path,
+                server=self.server,
+                ca_cert=self.pki.ca_cert,
+                user=user,
+                client_cert=cert,
+                client_key=key,
+            )
+        return path
 
     def env(self, kubeconfig: Path | None = None) -> dict[str, str]:
         """Environment for a child process (kopf, the operator, helm): KUBECONFIG set, kubectl and helm
@@ -237,10 +236,10 @@ class ControlPlane:
         self._processes.clear()
 
 
-def _start_etcd(binaries: Binaries, workdir: Path) -> tuple[_Process, str]:
+def _start_etcd(binaries: Binaries, workdir: Path) -> tuple[ServerProcess, str]:
     client_port, peer_port = free_ports(2)
     url, peer = f"http://127.0.0.1:{client_port}", f"http://127.0.0.1:{peer_port}"
-    process = _Process(
+    process = ServerProcess(
         "etcd",
         [
             str(binaries.etcd),
@@ -260,33 +259,54 @@ def _start_etcd(binaries: Binaries, workdir: Path) -> tuple[_Process, str]:
     return process, url
 
 
-def _start_apiserver(binaries: Binaries, workdir: Path, pki: Pki, etcd_url: str) -> tuple[_Process, str]:
-    (port,) = free_ports(1)
-    server = f"https://127.0.0.1:{port}"
-    process = _Process(
-        "kube-apiserver",
-        [
-            str(binaries.kube_apiserver),
-            f"--etcd-servers={etcd_url}",
+def _apiserver_mode_flags(pki: Pki, node: NodeMode | None) -> list[str]:
+    if node is None:
+        return [
             "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1",
-            f"--secure-port={port}",
-            f"--cert-dir={workdir / 'apiserver-certs'}",
-            f"--tls-cert-file={pki.serving_cert}",
-            f"--tls-private-key-file={pki.serving_key}",
-            f"--client-ca-file={pki.ca_cert}",
             "--authorization-mode=RBAC",
-            f"--service-account-issuer={server}",
-            f"--service-account-key-file={pki.sa_public_key}",
-            f"--service-account-signing-key-file={pki.sa_private_key}",
             "--service-cluster-ip-range=10.0.0.0/24",
-            "--allow-privileged=true",
             # As envtest: without a controller-manager no namespace gets a default ServiceAccount, and
             # this admission plugin would then refuse every Pod.
             "--disable-admission-plugins=ServiceAccount",
             # The `kubernetes` Service endpoints would point at a loopback address, which the
             # Endpoints validation refuses; nothing here needs them.
             "--endpoint-reconciler-type=none",
+        ]
+    cert, key = pki.clients["apiserver-kubelet-client"]
+    return [
+        # Pods reach the API through the `kubernetes` Service, whose endpoint is this address.
+        "--bind-address=0.0.0.0",
+        f"--advertise-address={node.host_ip}",
+        "--authorization-mode=Node,RBAC",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        f"--kubelet-client-certificate={cert}",
+        f"--kubelet-client-key={key}",
+        # `kubectl logs/exec`: the node's name is not in any DNS the API server uses.
+        "--kubelet-preferred-address-types=InternalIP,Hostname",
+    ]
+
+
+def _start_apiserver(
+    binaries: Binaries, workdir: Path, pki: Pki, etcd_url: str, node: NodeMode | None = None
+) -> tuple[ServerProcess, str]:
+    (port,) = free_ports(1, "0.0.0.0" if node else "127.0.0.1")
+    server = f"https://127.0.0.1:{port}"
+    process = ServerProcess(
+        "kube-apiserver",
+        [
+            str(binaries.kube_apiserver),
+            f"--etcd-servers={etcd_url}",
+            *_apiserver_mode_flags(pki, node),
+            f"--secure-port={port}",
+            f"--cert-dir={workdir / 'apiserver-certs'}",
+            f"--tls-cert-file={pki.serving_cert}",
+            f"--tls-private-key-file={pki.serving_key}",
+            f"--client-ca-file={pki.ca_cert}",
+            f"--service-account-issuer={server}",
+            f"--service-account-key-file={pki.sa_public_key}",
+            f"--service-account-signing-key-file={pki.sa_private_key}",
+            "--allow-privileged=true",
             "--profiling=false",
         ],
         workdir / "kube-apiserver.log",
@@ -294,58 +314,154 @@ def _start_apiserver(binaries: Binaries, workdir: Path, pki: Pki, etcd_url: str)
     return process, server
 
 
-def start(workdir: Path, binaries: Binaries | None = None) -> ControlPlane:
+def _healthz(port: int) -> Callable[[], bool]:
+    """kube-controller-manager's and kube-scheduler's /healthz (self-signed serving certificates)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+
+    def ready() -> bool:
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{port}/healthz", timeout=2, context=context) as r:
+                return bool(r.status == 200)
+        except (OSError, urllib.error.HTTPError):
+            return False
+
+    return ready
+
+
+def _start_controllers(cp: ControlPlane, node: NodeMode) -> list[ServerProcess]:
+    """kube-controller-manager and kube-scheduler, each under its own user, on free ports of 127.0.0.1."""
+    kcm_port, scheduler_port = free_ports(2)
+    kcm_config, scheduler_config = (
+        cp.component_kubeconfig(n) for n in ("kube-controller-manager", "kube-scheduler")
+    )
+    assert cp.pki.ca_key is not None
+    kcm = ServerProcess(
+        "kube-controller-manager",
+        [
+            str(node.node_binaries / "kube-controller-manager"),
+            f"--kubeconfig={kcm_config}",
+            f"--authentication-kubeconfig={kcm_config}",
+            f"--authorization-kubeconfig={kcm_config}",
+            f"--service-account-private-key-file={cp.pki.sa_private_key}",
+            f"--root-ca-file={cp.pki.ca_cert}",
+            "--use-service-account-credentials=true",
+            f"--cluster-signing-cert-file={cp.pki.ca_cert}",
+            f"--cluster-signing-key-file={cp.pki.ca_key}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            # The node's pod range is fixed by its CNI configuration (harness.node).
+            "--allocate-node-cidrs=false",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={kcm_port}",
+            f"--cert-dir={cp.workdir / 'kube-controller-manager-certs'}",
+            "--profiling=false",
+        ],
+        cp.workdir / "kube-controller-manager.log",
+    )
+    scheduler = ServerProcess(
+        "kube-scheduler",
+        [
+            str(node.node_binaries / "kube-scheduler"),
+            f"--kubeconfig={scheduler_config}",
+            f"--authentication-kubeconfig={scheduler_config}",
+            f"--authorization-kubeconfig={scheduler_config}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={scheduler_port}",
+            f"--cert-dir={cp.workdir / 'kube-scheduler-certs'}",
+            "--profiling=false",
+        ],
+        cp.workdir / "kube-scheduler.log",
+    )
+    started = [kcm, scheduler]
+    try:
+        wait_for("healthy (/healthz)", kcm, _healthz(kcm_port), _START_TIMEOUT, ControlPlaneError)
+        wait_for("healthy (/healthz)", scheduler, _healthz(scheduler_port), _START_TIMEOUT, ControlPlaneError)
+    except BaseException:
+        for process in reversed(started):
+            process.stop()
+        raise
+    return started
+
+
+def start(workdir: Path, binaries: Binaries | None = None, node: NodeMode | None = None) -> ControlPlane:
     """Start etcd and kube-apiserver with data and logs in `workdir`, wait for /readyz, write the
-    admin kubeconfig. Stops whatever it started if anything fails."""
+    admin kubeconfig; with `node`, in a real node's mode and with kube-controller-manager and
+    kube-scheduler. Stops whatever it started if anything fails."""
     binaries = binaries or Binaries.from_cache()
     workdir.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
-    pki = make_pki(workdir / "pki", admin_user=ADMIN_USER, admin_group=ADMIN_GROUP)
-    processes: list[_Process] = []
+    if node is None:
+        pki = make_pki(workdir / "pki", admin_user=ADMIN_USER, admin_group=ADMIN_GROUP)
+    else:
+        service = ["kubernetes", "kubernetes.default", "kubernetes.default.svc"]
+        pki = make_pki(
+            workdir / "pki",
+            admin_user=ADMIN_USER,
+            admin_group=ADMIN_GROUP,
+            serving_ips=[KUBERNETES_SERVICE_IP, node.host_ip],
+            serving_names=[*service, f"kubernetes.default.svc.{CLUSTER_DOMAIN}"],
+            clients=node.client_certificates(),
+            write_ca_key=True,
+        )
+    processes: list[ServerProcess] = []
     try:
         etcd, etcd_url = _start_etcd(binaries, workdir)
         processes.append(etcd)
-        _wait_for("healthy", etcd, lambda: _etcd_healthy(etcd_url), _START_TIMEOUT)
+        wait_for("healthy", etcd, lambda: _etcd_healthy(etcd_url), _START_TIMEOUT, ControlPlaneError)
 
-        apiserver, server = _start_apiserver(binaries, workdir, pki, etcd_url)
+        apiserver, server = _start_apiserver(binaries, workdir, pki, etcd_url, node)
         processes.append(apiserver)
         context = ssl.create_default_context(cafile=str(pki.ca_cert))
         context.load_cert_chain(str(pki.admin_cert), str(pki.admin_key))
-        _wait_for("ready (/readyz)", apiserver, lambda: _apiserver_ready(server, context), _START_TIMEOUT)
+        wait_for(
+            "ready (/readyz)",
+            apiserver,
+            lambda: _apiserver_ready(server, context),
+            _START_TIMEOUT,
+            ControlPlaneError,
+        )
+        admin_kubeconfig = write_kubeconfig(
+            workdir / "kubeconfig",
+            server=server,
+            ca_cert=pki.ca_cert,
+            user=ADMIN_USER,
+            client_cert=pki.admin_cert,
+            client_key=pki.admin_key,
+        )
+        cp = ControlPlane(
+            binaries=binaries,
+            workdir=workdir,
+            server=server,
+            etcd_url=etcd_url,
+            pki=pki,
+            admin_kubeconfig=admin_kubeconfig,
+            startup_seconds=0.0,
+            _processes=processes,
+            node=node,
+        )
+        if node is not None:
+            processes.extend(_start_controllers(cp, node))
     except BaseException:
         for process in reversed(processes):
             process.stop()
         raise
-    admin_kubeconfig = write_kubeconfig(
-        workdir / "kubeconfig",
-        server=server,
-        ca_cert=pki.ca_cert,
-        user=ADMIN_USER,
-        client_cert=pki.admin_cert,
-        client_key=pki.admin_key,
-    )
-    return ControlPlane(
-        binaries=binaries,
-        workdir=workdir,
-        server=server,
-        etcd_url=etcd_url,
-        pki=pki,
-        admin_kubeconfig=admin_kubeconfig,
-        startup_seconds=time.monotonic() - began,
-        _processes=processes,
-    )
+    cp.startup_seconds = time.monotonic() - began
+    return cp
 
 
 @contextlib.contextmanager
 def running_control_plane(
-    workdir: Path | None = None, binaries: Binaries | None = None
+    workdir: Path | None = None, binaries: Binaries | None = None, node: NodeMode | None = None
 ) -> Iterator[ControlPlane]:
     """A control plane for the duration of the block. Without `workdir` its data lives in a temporary
     directory that is deleted afterwards; a given `workdir` is kept (logs for a failed test)."""
     owned = workdir is None
     directory = Path(tempfile.mkdtemp(prefix="ebb-controlplane-")) if workdir is None else workdir
     try:
-        cp = start(directory, binaries)
+        cp = start(directory, binaries, node)
         try:
             yield cp
         finally:

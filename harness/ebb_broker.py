@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -24,6 +25,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from harness.child_process import die_with_parent
 
 _LISTENING = re.compile(r"ebb-broker listening on (?P<host>[^\s:]+):(?P<port>\d+)")
+# Every listener of the line: "HOST:PORT (NAME)" (the first one is also what _LISTENING reads).
+_LISTENER = re.compile(r"(?P<host>[^\s:]+):(?P<port>\d+) \((?P<name>[A-Za-z0-9_]+)\)")
 
 
 class BrokerStartError(RuntimeError):
@@ -43,6 +46,8 @@ class EbbBroker:
         metrics_port: int | None = None,
         log_dir: Path | None = None,
         start_timeout: float = 30.0,
+        nofile: int | None = None,
+        add_scram: list[str] | None = None,
     ):
         self.data_dir = Path(data_dir)
         self.configs = dict(configs or {})
@@ -51,12 +56,34 @@ class EbbBroker:
         self.metrics_port = metrics_port
         self.log_dir = Path(log_dir) if log_dir else self.data_dir.parent
         self.start_timeout = start_timeout
+        # The process's descriptor limit (soft and hard), to test what the broker does under a low ulimit -n.
+        self.nofile = nofile
+        # --add-scram values ('SCRAM-SHA-512=[name=admin,password=...]'), passed at every start.
+        self.add_scram = list(add_scram or [])
+        # With a `listeners` config: the port each listener bound, by name (kept across restarts).
+        self.listener_ports: dict[str, int] = {}
         self.proc: subprocess.Popen[str] | None = None
         self._log_file: object = None
 
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def bootstrap_of(self, listener: str, host: str | None = None) -> str:
+        """host:port of one listener (by name) of a broker started with a `listeners` config."""
+        return f"{host or self.host}:{self.listener_ports[listener.upper()]}"
+
+    def _configs(self) -> dict[str, str]:
+        """The configs, with listeners given port 0 pinned to the port they bound first (so a restart keeps
+        every client's bootstrap address)."""
+        configs = dict(self.configs)
+        if "listeners" in configs and self.listener_ports:
+            configs["listeners"] = re.sub(
+                r"([A-Za-z0-9_]+)://([^,]*):0\b",
+                lambda m: f"{m[1]}://{m[2]}:{self.listener_ports.get(m[1].upper(), 0)}",
+                configs["listeners"],
+            )
+        return configs
 
     def command(self) -> list[str]:
         cmd = [
@@ -72,8 +99,10 @@ class EbbBroker:
         ]
         if self.metrics_port is not None:
             cmd += ["--metrics-port", str(self.metrics_port)]
-        for key, value in self.configs.items():
+        for key, value in self._configs().items():
             cmd += ["--config", f"{key}={value}"]
+        for value in self.add_scram:
+            cmd += ["--add-scram", value]
         return cmd
 
     def start(self) -> EbbBroker:
@@ -89,7 +118,7 @@ class EbbBroker:
             stderr=log_file,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            preexec_fn=die_with_parent,  # a killed test run leaves no broker behind
+            preexec_fn=self._preexec,
         )
         line = self._read_listening_line()
         m = _LISTENING.search(line or "")
@@ -100,9 +129,17 @@ class EbbBroker:
                 + log_path.read_text()[-3000:]
             )
         self.port = int(m.group("port"))
+        for lm in _LISTENER.finditer(line or ""):
+            self.listener_ports[lm["name"]] = int(lm["port"])
         # Keep draining stdout so the broker never blocks on a full pipe.
         threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
         return self
+
+    def _preexec(self) -> None:
+        if die_with_parent is not None:
+            die_with_parent()  # a killed test run leaves no broker behind
+        if self.nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
     def _read_listening_line(self) -> str | None:
         assert self.proc is not None and self.proc.stdout is not None
@@ -159,6 +196,7 @@ class EbbBroker:
                 if time.monotonic() > deadline:
                     raise
                 self.port = 0
+                self.listener_ports = {}
 
     def metric(self, name: str, **labels: str) -> float:
         """One sample of the broker's Prometheus metrics (0.0 when the series does not exist yet).

@@ -5,13 +5,19 @@ admin's client certificate; kube-apiserver maps a client certificate's CN to the
 group, so `O=system:masters` makes the admin a superuser that RBAC never checks (the way kubeadm's
 admin.conf and envtest's admin user work). The service-account key pair signs and verifies the
 bound tokens that TokenRequest (`kubectl create token`) issues.
+
+For a control plane with a node (harness.node) the serving certificate also names the addresses pods
+reach the API server by (the `kubernetes` Service's cluster IP, the node's address, the Service's DNS
+names), the CA key is written for kube-controller-manager's certificate signer, and each node and
+control-plane component gets its own client certificate (its user and groups, as kubeadm issues them).
 """
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography import x509
@@ -33,6 +39,9 @@ class Pki:
     admin_key: Path
     sa_private_key: Path
     sa_public_key: Path
+    ca_key: Path | None = None  # written only when asked (kube-controller-manager signs with it)
+    # Client certificates by name: (certificate, key).
+    clients: Mapping[str, tuple[Path, Path]] = field(default_factory=dict)
 
 
 def _pem_key(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
@@ -70,8 +79,32 @@ def _builder(
     )
 
 
-def make_pki(directory: Path, *, admin_user: str, admin_group: str) -> Pki:
-    """Write a CA, a serving certificate for 127.0.0.1/localhost, an admin client certificate and the
+def _client_cert(
+    ca_key: ec.EllipticCurvePrivateKey, ca_name: x509.Name, user: str, groups: Sequence[str]
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, user)]
+    attrs += [x509.NameAttribute(NameOID.ORGANIZATION_NAME, group) for group in groups]
+    cert = (
+        _builder(x509.Name(attrs), ca_name, key.public_key())
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def make_pki(
+    directory: Path,
+    *,
+    admin_user: str,
+    admin_group: str,
+    serving_ips: Sequence[str] = (),
+    serving_names: Sequence[str] = (),
+    clients: Mapping[str, tuple[str, Sequence[str]]] | None = None,
+    write_ca_key: bool = False,
+) -> Pki:
+    """Write a CA, a serving certificate for 127.0.0.1/localhost (plus `serving_ips`/`serving_names`), an
+    admin client certificate, one client certificate per `clients` entry (name: (user, groups)) and the
     service-account signing key pair into `directory`."""
     directory.mkdir(parents=True, exist_ok=True)
 
@@ -102,7 +135,12 @@ def make_pki(directory: Path, *, admin_user: str, admin_group: str) -> Pki:
         _builder(_name("kube-apiserver"), ca_name, serving_key.public_key())
         .add_extension(
             x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                [
+                    x509.DNSName("localhost"),
+                    *(x509.DNSName(name) for name in serving_names),
+                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                    *(x509.IPAddress(ipaddress.ip_address(ip)) for ip in serving_ips),
+                ]
             ),
             critical=False,
         )
@@ -124,6 +162,13 @@ def make_pki(directory: Path, *, admin_user: str, admin_group: str) -> Pki:
     )
 
     pem = serialization.Encoding.PEM
+    written: dict[str, tuple[Path, Path]] = {}
+    for name, (user, groups) in (clients or {}).items():
+        cert, key = _client_cert(ca_key, ca_name, user, groups)
+        written[name] = (
+            _write(directory / f"{name}.crt", cert.public_bytes(pem)),
+            _write(directory / f"{name}.key", _pem_key(key), private=True),
+        )
     return Pki(
         ca_cert=_write(directory / "ca.crt", ca_cert.public_bytes(pem)),
         serving_cert=_write(directory / "apiserver.crt", serving_cert.public_bytes(pem)),
@@ -132,4 +177,6 @@ def make_pki(directory: Path, *, admin_user: str, admin_group: str) -> Pki:
         admin_key=_write(directory / "admin.key", _pem_key(admin_key), private=True),
         sa_private_key=_write(directory / "sa.key", _pem_key(sa_key), private=True),
         sa_public_key=_write(directory / "sa.pub", sa_public),
+        ca_key=_write(directory / "ca.key", _pem_key(ca_key), private=True) if write_ca_key else None,
+        clients=written,
     )

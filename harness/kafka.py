@@ -65,7 +65,12 @@ TOOLS: Mapping[str, str] = {
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
+    "kafka-acls": "org.apache.kafka.tools.AclCommand",
+    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-storage": "kafka.tools.StorageTool",
+    "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
+    "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
 }
 
 # Short-lived tools spend most of their time starting the JVM: C1 only and the serial GC cut that by about
@@ -103,16 +108,18 @@ def kafka_tool(
     input: str | None = None,
     timeout: float = 120,
     check: bool = True,
+    jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS,
 ) -> subprocess.CompletedProcess[str]:
     """Run one of Apache Kafka's CLI tools (`TOOLS`) like its kafka-*.sh script would, and return its output.
 
     With `check`, a non-zero exit raises `KafkaToolError` with stdout and stderr in the message.
+    `jvm_opts` replaces the quick-start options (benchmarks want the full JIT, as the scripts run).
     """
     try:
         main_class = TOOLS[name]
     except KeyError:
         raise ValueError(f"unknown Kafka tool {name!r}; known: {', '.join(sorted(TOOLS))}") from None
-    cmd = java_command(main_class, *args)
+    cmd = java_command(main_class, *args, jvm_opts=jvm_opts)
     proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout, check=False)
     if check and proc.returncode != 0:
         raise KafkaToolError(
@@ -161,10 +168,17 @@ class KafkaBroker:
     start_seconds: float
     version: str = KAFKA_VERSION
     settings: dict[str, str] = field(default_factory=dict)
+    command: list[str] = field(default_factory=list)
+    # Ports of the extra listeners asked for with `apache_kafka(..., listeners={NAME: PROTOCOL})`.
+    listener_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def bootstrap_of(self, listener: str) -> str:
+        """host:port of an extra listener (by name)."""
+        return f"{self.host}:{self.listener_ports[listener]}"
 
     def partition_dir(self, topic: str, partition: int) -> Path:
         return self.data_dir / f"{topic}-{partition}"
@@ -181,6 +195,19 @@ class KafkaBroker:
     def stop(self, timeout: float = 20) -> None:
         """SIGTERM (Kafka's controlled shutdown), SIGKILL after `timeout`; the whole process group goes."""
         _terminate(self.process, timeout)
+
+    def restart(self, start_timeout: float = 90) -> None:
+        """Stop the broker and start it again on the same data and ports (a single-node failover: the
+        group coordinator reloads `__consumer_offsets`)."""
+        self.stop()
+        self.log_file.unlink(missing_ok=True)
+        started = time.monotonic()
+        self.process = _launch(self.command, self.work_dir)
+        problem = _wait_serving(self, started + start_timeout)
+        if problem:
+            self.stop()
+            raise KafkaStartError(f"{problem} (restart)\n--- {self.log_file}\n{self.log_tail()}")
+        self.start_seconds = time.monotonic() - started
 
 
 def _terminate(process: subprocess.Popen[bytes], timeout: float) -> None:
@@ -216,6 +243,28 @@ def _serving(host: str, port: int) -> bool:
 _STARTED = "Kafka Server started"
 
 
+def _launch(cmd: list[str], work_dir: Path) -> subprocess.Popen[bytes]:
+    """Start the broker JVM in its own process group, its output appended to `stdout.log`."""
+    with (work_dir / "stdout.log").open("ab") as out:
+        return subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent
+        )
+
+
+def _wait_serving(broker: KafkaBroker, deadline: float) -> str:
+    """Empty once the broker logged its start and accepts connections, else what went wrong."""
+    while True:
+        if broker.process.poll() is not None:
+            return f"Apache Kafka exited with {broker.process.returncode} while starting"
+        log = broker.log_file
+        started = log.exists() and _STARTED in log.read_text(errors="replace")
+        if started and _serving(broker.host, broker.port):
+            return ""
+        if time.monotonic() > deadline:
+            return "Apache Kafka did not serve in time"
+        time.sleep(0.1)
+
+
 @contextmanager
 def apache_kafka(
     work_dir: Path,
@@ -224,15 +273,21 @@ def apache_kafka(
     host: str = "127.0.0.1",
     start_timeout: float = 90,
     heap: str = BROKER_HEAP,
+    listeners: Mapping[str, str] | None = None,
+    add_scram: tuple[str, ...] = (),
 ) -> Iterator[KafkaBroker]:
     """Format storage and run a single-node KRaft broker+controller in `work_dir`; stop it on exit.
 
     The broker listens on free ports of `host` (tried again with new ports if another process took one
-    between choosing and binding); `overrides` replace or extend `FAST_SETTINGS`.
+    between choosing and binding); `overrides` replace or extend `FAST_SETTINGS`. `listeners` adds
+    listeners beside PLAINTEXT (the inter-broker one), by name -> security protocol, each on a free port
+    (`KafkaBroker.bootstrap_of(name)`); their SSL/SASL settings come in `overrides`, e.g.
+    `listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config`. `add_scram` values go to
+    `kafka-storage format --add-scram` (`SCRAM-SHA-512=[name=admin,password=...]`).
     """
     for attempt in range(3):
         try:
-            broker = _start(work_dir, overrides or {}, host, start_timeout, heap)
+            broker = _start(work_dir, overrides or {}, host, start_timeout, listeners or {}, add_scram, heap)
             break
         except KafkaStartError as exc:
             if attempt == 2 or "Address already in use" not in str(exc):
@@ -245,7 +300,13 @@ def apache_kafka(
 
 
 def _start(
-    work_dir: Path, overrides: Mapping[str, str], host: str, start_timeout: float, heap: str
+    work_dir: Path,
+    overrides: Mapping[str, str],
+    host: str,
+    start_timeout: float,
+    listeners: Mapping[str, str],
+    add_scram: tuple[str, ...],
+    heap: str = BROKER_HEAP,
 ) -> KafkaBroker:
     """One start attempt; the broker is stopped again if it does not come up."""
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -253,15 +314,18 @@ def _start(
     log_file = work_dir / "server.log"
     log_file.unlink(missing_ok=True)
     port, controller_port = free_port(host), free_port(host)
+    extra = {name: free_port(host) for name in listeners}
+    bound = "".join(f",{name}://{host}:{p}" for name, p in extra.items())
     settings = {
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.voters": f"1@{host}:{controller_port}",
-        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}{bound}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}{bound}",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        + "".join(f",{name}:{protocol}" for name, protocol in listeners.items()),
         "log.dirs": str(data_dir),
         **FAST_SETTINGS,
         **overrides,
@@ -270,7 +334,8 @@ def _start(
     _write_properties(props, settings)
 
     started = time.monotonic()
-    kafka_tool("kafka-storage", "format", f"--cluster-id={random_cluster_id()}", "--config", str(props))
+    scram = [arg for value in add_scram for arg in ("--add-scram", value)]
+    kafka_tool("kafka-storage", "format", f"--cluster-id={random_cluster_id()}", "--config", str(props), *scram)
     cmd = java_command(
         "kafka.Kafka",
         str(props),
@@ -283,10 +348,7 @@ def _start(
         log_config=BROKER_LOG_CONFIG,
     )
     stdout_file = work_dir / "stdout.log"
-    with stdout_file.open("wb") as out:
-        process = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent
-        )
+    process = _launch(cmd, work_dir)
     broker = KafkaBroker(
         host=host,
         port=port,
@@ -297,19 +359,13 @@ def _start(
         process=process,
         start_seconds=0.0,
         settings=settings,
+        command=cmd,
+        listener_ports=extra,
     )
-    deadline = started + start_timeout
-    problem = ""
-    while not problem:
-        if process.poll() is not None:
-            problem = f"Apache Kafka exited with {process.returncode} while starting"
-        elif log_file.exists() and _STARTED in log_file.read_text(errors="replace") and _serving(host, port):
-            broker.start_seconds = time.monotonic() - started
-            return broker
-        elif time.monotonic() > deadline:
-            problem = f"Apache Kafka did not serve within {start_timeout}s"
-        else:
-            time.sleep(0.1)
+    problem = _wait_serving(broker, started + start_timeout)
+    if not problem:
+        broker.start_seconds = time.monotonic() - started
+        return broker
     broker.stop()
     stdout_tail = "\n".join(stdout_file.read_text(errors="replace").splitlines()[-20:])
     raise KafkaStartError(f"{problem}\n--- {log_file}\n{broker.log_tail()}\n--- {stdout_file}\n{stdout_tail}")

@@ -1,5 +1,5 @@
 # Delivery: the chart's copy of the CRDs, the images, and the kind quick start (needs Docker and kind).
-.PHONY: chart-crds images kind-up kind-down
+.PHONY: chart-crds images base-images kind-up kind-down
 
 IMAGE_TAG    ?= $(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' charts/ebb/Chart.yaml)
 KIND_CLUSTER ?= ebb
@@ -11,17 +11,19 @@ chart-crds:
 	@echo "==> copying crds/*.yaml into charts/ebb/files/crds/"
 	@rm -f charts/ebb/files/crds/*.yaml && cp crds/*.yaml charts/ebb/files/crds/
 
-define need_docker
-	@command -v docker >/dev/null 2>&1 || { echo "$@ needs Docker: the docker command is not installed" >&2; exit 1; }
-	@docker info >/dev/null 2>&1 || { echo "$@ needs a running Docker engine, and 'docker info' cannot reach one (none runs on this machine?). Without Docker use 'make demo'." >&2; exit 1; }
-endef
+# ebb-operator:$(IMAGE_TAG) and ebb-broker:$(IMAGE_TAG) with BuildKit (harness/images.py): on the
+# Dockerfiles' public bases, or, where those cannot be pulled, on local Debian bases (base-images).
+# IMAGE_BASES=public|local forces one. Uses the running Docker engine; as root with Debian's docker.io
+# and none running, it starts a private dockerd for the build and stops it afterwards. A CA bundle named
+# by PIP_CERT / SSL_CERT_FILE (a TLS-intercepting proxy's) is handed to pip as a build secret.
+IMAGE_BASES ?= auto
+images: venv
+	@$(PY) -m harness.images images --tag $(IMAGE_TAG) --bases $(IMAGE_BASES)
 
-images:
-	$(need_docker)
-	@echo "==> building ebb-operator:$(IMAGE_TAG) (operator, analysis job, PySpark, Java 17)"
-	docker build -f operator/Dockerfile -t ebb-operator:$(IMAGE_TAG) .
-	@echo "==> building ebb-broker:$(IMAGE_TAG)"
-	docker build -f broker-image/Dockerfile -t ebb-broker:$(IMAGE_TAG) .
+# The local bases: localhost/ebb-debian:bookworm (debootstrap minbase + docker import),
+# localhost/ebb-python:bookworm and localhost/ebb-jre:bookworm (base-images/*.Dockerfile).
+base-images: venv
+	@$(PY) -m harness.images bases
 
 # A kind cluster (kind-config.yaml) with the images loaded, the chart installed and the examples applied.
 kind-up: images
@@ -49,15 +51,24 @@ kind-down:
 
 # Runs inside the broker pod, whose image has kafka-python (the broker's protocol codec).
 define KIND_PRODUCE
+import os, ssl
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import TopicAlreadyExistsError
-admin = KafkaAdminClient(bootstrap_servers="127.0.0.1:9092")
+# The chart's broker speaks SASL_SSL by default: the admin's password and the broker's certificate are in
+# this container's environment (trusted as it is: the pod talks to itself).
+sec = {}
+if "ADMIN_PASSWORD" in os.environ:
+    ctx = ssl.create_default_context(cadata=os.environ["TLS_CERT"])
+    ctx.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    sec = dict(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="admin",
+               sasl_plain_password=os.environ["ADMIN_PASSWORD"], ssl_context=ctx)
+admin = KafkaAdminClient(bootstrap_servers="127.0.0.1:9092", **sec)
 try:
     admin.create_topics([NewTopic("orders", 3, 1)])
 except TopicAlreadyExistsError:
     pass
-producer = KafkaProducer(bootstrap_servers="127.0.0.1:9092")
+producer = KafkaProducer(bootstrap_servers="127.0.0.1:9092", **sec)
 for i in range(300):
     producer.send("orders", value=b"order-%d" % i, partition=i % 3)
 producer.flush()

@@ -33,6 +33,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         tier = tier_of(Path(str(item.fspath)))
         if tier is not None:
             item.add_marker(getattr(pytest.mark, tier))
+    # The cluster tier (a node, images, pods) runs after every other tier, whatever the directory order.
+    items.sort(key=lambda item: tier_of(Path(str(item.fspath))) == "cluster")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

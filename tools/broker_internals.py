@@ -104,7 +104,10 @@ def _error_table() -> list[str]:
         if inspect.isclass(c) and issubclass(c, engine_errors.LogError) and c is not engine_errors.LogError
     ]  # fmt: skip
     for cls in classes:
-        code = error_code(cls("x"))
+        if cls is engine_errors.RecordValidationError:  # answered with its cause's code
+            code = error_code(cls(engine_errors.InvalidRecordError("x"), []))
+        else:
+            code = error_code(cls("x"))
         out.append(f"| `{cls.__name__}` | {for_code(code).message} ({code}) | {_first_line(cls)} |")
     return out
 

@@ -19,13 +19,19 @@ def _key_value(text: str) -> tuple[str, str]:
 
 
 def parser() -> argparse.ArgumentParser:
+    # `@FILE` reads more arguments from FILE, one per line: a Kubernetes Secret mounted as a file passes
+    # `--add-scram=...` without putting the password on the command line.
     p = argparse.ArgumentParser(
-        prog="ebb-broker", description="A Kafka-protocol broker with Ebb's log engine."
+        prog="ebb-broker",
+        description="A Kafka-protocol broker with Ebb's log engine.",
+        fromfile_prefix_chars="@",
     )
     p.add_argument("--data-dir", required=True, type=Path, help="log directory (Kafka's log.dirs)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    p.add_argument("--port", type=int, default=9092, help="port to listen on (0 = any free port)")
-    p.add_argument("--advertised-host", default=None, help="host name given to clients (default: --host)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address of the PLAINTEXT listener (unless `listeners` is set)"
+    )
+    p.add_argument("--port", type=int, default=9092, help="its port (0 = any free port)")
+    p.add_argument("--advertised-host", default=None, help="its host name given to clients (default: --host)")
     p.add_argument("--broker-id", type=int, default=0, help="node id (Kafka's node.id)")
     p.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
     p.add_argument(
@@ -35,6 +41,13 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="a broker config with Kafka's name, e.g. log.retention.ms=60000 (repeatable)",
+    )
+    p.add_argument(
+        "--add-scram",
+        action="append",
+        default=[],
+        metavar="'SCRAM-SHA-256=[name=USER,password=PASSWORD]'",
+        help="set a SCRAM credential at start, as kafka-storage format --add-scram (repeatable)",
     )
     return p
 
@@ -54,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         broker_id=args.broker_id,
         metrics_port=args.metrics_port,
         configs=dict(args.config),
+        add_scram=tuple(args.add_scram),
     )
     try:
         asyncio.run(run(options))

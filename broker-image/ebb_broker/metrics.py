@@ -45,6 +45,13 @@ class BrokerMetrics:
         self.bytes_in = Counter("ebb_network_bytes_in", "Request bytes received", registry=r)
         self.bytes_out = Counter("ebb_network_bytes_out", "Response bytes sent", registry=r)
         self.connections = Gauge("ebb_connections", "Open client connections", registry=r)
+        self.connections_rejected = Counter(
+            "ebb_connections_closed_by_broker",
+            "Connections the broker refused or closed (max_connections_per_ip, frame_size, bad_request, "
+            "idle, tls_handshake, authentication)",
+            ["reason"],
+            registry=r,
+        )
         self.requests = Counter("ebb_requests", "Requests served", ["api"], registry=r)
         self.request_seconds = Histogram(
             "ebb_request_duration_seconds",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Mapping
+
 from prometheus_client import Counter, Gauge
 
 RECONCILES = Counter("ebb_operator_reconciles", "Reconciliations started", ["kind"])
@@ -38,3 +41,24 @@ POLICY_LIMITING_LAG_BYTES = Gauge(
     "Bytes (estimated) a group limiting a RetentionPolicy's cut on a topic holds on disk",
     ["namespace", "policy", "topic", "group"],
 )
+POLICY_HELD_BY_GROUP = Gauge(
+    "ebb_operator_policy_held_partitions_by_group",
+    "Partitions the last plan of a RetentionPolicy holds back for a group (not read or committed by it), "
+    "from the held partitions the plan lists (at most 100 per topic)",
+    ["namespace", "policy", "group"],
+)
+_held_groups: dict[tuple[str, str], set[str]] = {}
+
+
+def set_held_by_group(namespace: str, policy: str, counts: Mapping[str, int]) -> None:
+    """One series per group holding partitions of the policy; a group that holds none any more goes."""
+    key = (namespace, policy)
+    for gone in _held_groups.get(key, set()) - counts.keys():
+        with contextlib.suppress(KeyError):
+            POLICY_HELD_BY_GROUP.remove(namespace, policy, gone)
+    for group, held in counts.items():
+        POLICY_HELD_BY_GROUP.labels(namespace, policy, group).set(held)
+    if counts:
+        _held_groups[key] = set(counts)
+    else:
+        _held_groups.pop(key, None)

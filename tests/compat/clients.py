@@ -82,6 +82,89 @@ class Client(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class Security:
+    """How a client connects: Kafka's security.protocol, the SASL mechanism and user, the CA to trust and,
+    for mTLS, a client certificate; translated into each library's own settings."""
+
+    protocol: str = "PLAINTEXT"
+    mechanism: str | None = None
+    username: str | None = None
+    password: str | None = None
+    cafile: str | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+
+    def confluent(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"security.protocol": self.protocol}
+        if self.mechanism:
+            out.update(
+                {
+                    "sasl.mechanism": self.mechanism,
+                    "sasl.username": self.username,
+                    "sasl.password": self.password,
+                }
+            )
+        if self.cafile:
+            out["ssl.ca.location"] = self.cafile
+        if self.certfile:
+            out.update({"ssl.certificate.location": self.certfile, "ssl.key.location": self.keyfile})
+        return out
+
+    def kafka_python(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"security_protocol": self.protocol}
+        if self.mechanism:
+            out.update(
+                {
+                    "sasl_mechanism": self.mechanism,
+                    "sasl_plain_username": self.username,
+                    "sasl_plain_password": self.password,
+                }
+            )
+        if self.cafile:
+            out.update({"ssl_cafile": self.cafile, "ssl_check_hostname": True})
+        if self.certfile:
+            out.update({"ssl_certfile": self.certfile, "ssl_keyfile": self.keyfile})
+        return out
+
+    def aiokafka(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"security_protocol": self.protocol}
+        if self.mechanism:
+            out.update(
+                {
+                    "sasl_mechanism": self.mechanism,
+                    "sasl_plain_username": self.username,
+                    "sasl_plain_password": self.password,
+                }
+            )
+        if self.cafile:
+            from aiokafka.helpers import create_ssl_context
+
+            out["ssl_context"] = create_ssl_context(
+                cafile=self.cafile, certfile=self.certfile, keyfile=self.keyfile
+            )
+        return out
+
+    def java_properties(self) -> str:
+        """A --command-config / --producer.config file for Kafka's own tools."""
+        lines = [f"security.protocol={self.protocol}"]
+        if self.mechanism:
+            module = "plain.PlainLoginModule" if self.mechanism == "PLAIN" else "scram.ScramLoginModule"
+            lines += [
+                f"sasl.mechanism={self.mechanism}",
+                f"sasl.jaas.config=org.apache.kafka.common.security.{module} required "
+                f'username="{self.username}" password="{self.password}";',
+            ]
+        if self.cafile:
+            lines += ["ssl.truststore.type=PEM", f"ssl.truststore.location={self.cafile}"]
+        if self.certfile:
+            lines += ["ssl.keystore.type=PEM", f"ssl.keystore.location={self.certfile}"]
+        return "\n".join(lines) + "\n"
+
+
+PLAINTEXT = Security()
+
+
 def _deadline(timeout: float) -> float:
     return time.monotonic() + timeout
 
@@ -93,18 +176,19 @@ def _deadline(timeout: float) -> float:
 class ConfluentClient:
     name = "confluent-kafka"
 
-    def __init__(self, bootstrap: str):
+    def __init__(self, bootstrap: str, security: Security = PLAINTEXT):
         from confluent_kafka.admin import AdminClient
 
         self.bootstrap = bootstrap
-        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.conf = {"bootstrap.servers": bootstrap, **security.confluent()}
+        self.admin = AdminClient(dict(self.conf))
 
     def _consumer(self, group: str | None, reset: str) -> Any:
         from confluent_kafka import Consumer
 
         return Consumer(
             {
-                "bootstrap.servers": self.bootstrap,
+                **self.conf,
                 "group.id": group or f"g-{uuid.uuid4().hex}",
                 "auto.offset.reset": reset,
                 "enable.auto.commit": False,
@@ -137,7 +221,7 @@ class ConfluentClient:
 
         p = Producer(
             {
-                "bootstrap.servers": self.bootstrap,
+                **self.conf,
                 "compression.type": compression,
                 "linger.ms": 5,
                 "acks": "all",
@@ -322,11 +406,12 @@ class _ConfluentMember:
 class KafkaPythonClient:
     name = "kafka-python"
 
-    def __init__(self, bootstrap: str):
+    def __init__(self, bootstrap: str, security: Security = PLAINTEXT):
         from kafka import KafkaAdminClient
 
         self.bootstrap = bootstrap
-        self.admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+        self.sec = security.kafka_python()
+        self.admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000, **self.sec)
 
     def _consumer(self, group: str | None, reset: str, **kw: Any) -> Any:
         from kafka import KafkaConsumer
@@ -339,6 +424,7 @@ class KafkaPythonClient:
             session_timeout_ms=10000,
             heartbeat_interval_ms=500,
             metadata_max_age_ms=1000,
+            **self.sec,
             **kw,
         )
 
@@ -366,6 +452,7 @@ class KafkaPythonClient:
         from kafka import KafkaProducer
 
         p = KafkaProducer(
+            **self.sec,
             bootstrap_servers=self.bootstrap,
             linger_ms=5,
             acks="all",
@@ -586,8 +673,9 @@ class _LoopThread:
 class AiokafkaClient:
     name = "aiokafka"
 
-    def __init__(self, bootstrap: str):
+    def __init__(self, bootstrap: str, security: Security = PLAINTEXT):
         self.bootstrap = bootstrap
+        self.security = security
         self.loop = _LoopThread()
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -604,7 +692,7 @@ class AiokafkaClient:
     async def _admin(self) -> Any:
         from aiokafka.admin import AIOKafkaAdminClient
 
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap)
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, **self.security.aiokafka())
         await admin.start()
         return admin
 
@@ -614,6 +702,7 @@ class AiokafkaClient:
         return AIOKafkaConsumer(
             *topics,
             bootstrap_servers=self.bootstrap,
+            **self.security.aiokafka(),
             group_id=group,
             auto_offset_reset=reset,
             enable_auto_commit=False,
@@ -647,6 +736,7 @@ class AiokafkaClient:
 
         async def go() -> list[int]:
             p = AIOKafkaProducer(
+                **self.security.aiokafka(),
                 bootstrap_servers=self.bootstrap,
                 linger_ms=5,
                 acks="all",

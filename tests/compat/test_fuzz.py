@@ -1,9 +1,11 @@
-"""Mutated request frames never crash the broker, never stall other clients, never touch stored data."""
+"""Mutated request frames never crash the broker, never stall other clients, never touch stored data;
+mutated record batches with valid CRCs are refused or stored whole, never half-readable."""
 
 from __future__ import annotations
 
 import socket
 import struct
+import time
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,12 +21,15 @@ from kafka.protocol.consumer.group import (
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
-from kafka.protocol.producer.produce import ProduceRequest
+from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
+from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
 
 from harness.ebb_broker import EbbBroker
 from tests.compat.clients import CLIENTS
+from tests.compat.conftest import SecureBroker
 from tests.compat.wire import Wire
+from tests.record_batches import raw_batch, record
 
 KEEP = "fuzz-keep"
 SCRATCH = "fuzz-scratch-topic"
@@ -183,8 +188,8 @@ SEEDS = _seeds()
 
 
 @st.composite
-def mutated_frames(draw: st.DrawFn) -> bytes:
-    frame = bytearray(draw(st.sampled_from(SEEDS)))
+def mutated_frames(draw: st.DrawFn, seeds: list[bytes] | None = None) -> bytes:
+    frame = bytearray(draw(st.sampled_from(seeds or SEEDS)))
     for _ in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(["flip", "truncate", "insert", "size"]))
         if kind == "flip" and len(frame) > 4:
@@ -238,5 +243,137 @@ def test_mutated_frames_do_not_hurt_the_broker(broker: EbbBroker) -> None:
         assert [(r.offset, r.value) for r in got] == [(i, v) for i, (_, v) in enumerate(stored)]
     finally:
         observer.close()
+        c.close()
+    assert broker.alive()
+
+
+def _sasl_seeds() -> list[bytes]:
+    w = Wire.__new__(Wire)
+    w.correlation = 0
+    A = SaslAuthenticateRequest
+    return [
+        w.frame(SaslHandshakeRequest[1](mechanism="SCRAM-SHA-512"), 1),
+        w.frame(SaslHandshakeRequest[1](mechanism="PLAIN"), 1),
+        w.frame(A[0](auth_bytes=b"n,,n=admin,r=fyko+d2lbbFgONRv9qkxdawL"), 0),
+        w.frame(A[2](auth_bytes=b"n,,n=admin,r=fyko+d2lbbFgONRv9qkxdawL"), 2),
+        w.frame(
+            A[1](auth_bytes=b"c=biws,r=fyko+d2lbbFgONRv9qkxdawLabc,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgs"), 1
+        ),
+        w.frame(A[2](auth_bytes=b"\0admin\0admin-secret"), 2),
+        w.frame(ApiVersionsRequest[3](client_software_name="fuzz", client_software_version="1"), 3),
+    ]
+
+
+SASL_SEEDS = _sasl_seeds()
+
+
+def test_mutated_sasl_frames_do_not_hurt_the_broker(secure_broker: SecureBroker) -> None:
+    """Each example opens a SASL_PLAINTEXT connection, starts a valid handshake (SCRAM-SHA-512 or PLAIN),
+    then sends a mutated handshake or authenticate frame: none crashes the broker, and an authenticated
+    client is served afterwards."""
+    b = secure_broker.broker
+    port = b.listener_ports["SASL_PLAINTEXT"]
+    handshakes = SASL_SEEDS[:2]
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(first=st.sampled_from([b"", *handshakes]), frame=mutated_frames(SASL_SEEDS))
+    def send(first: bytes, frame: bytes) -> None:
+        s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        try:
+            s.sendall(first + frame)
+            s.shutdown(socket.SHUT_WR)
+            s.settimeout(0.5)
+            try:
+                while s.recv(65536):
+                    pass
+            except (TimeoutError, ConnectionError):
+                pass
+        finally:
+            s.close()
+        assert b.alive()
+
+    send()
+    c = secure_broker.client("confluent-kafka", "SASL_PLAINTEXT", "admin")
+    c.create_topic("fuzz-sasl-after")
+    c.produce("fuzz-sasl-after", [(None, b"still served")])
+    assert [r.value for r in c.consume("fuzz-sasl-after", 1)] == [b"still served"]
+
+
+@st.composite
+def batches_with_valid_crcs(draw: st.DrawFn) -> bytes:
+    """A well-formed batch of 1-20 records whose header and records section are then mutated, with the
+    length and CRC-32C recomputed: only the validator stands between these bytes and the log."""
+    n = draw(st.integers(1, 20))
+    keys = st.sampled_from([None, *[b"key"] * 15])
+    section = bytearray(
+        b"".join(record(i, key=draw(keys), value=b"v" * draw(st.integers(0, 40))) for i in range(n))
+    )
+    for _ in range(draw(st.integers(0, 4))):  # 0: the batch as built, which must be stored
+        kind = draw(st.sampled_from(["flip", "truncate", "insert", "count"]))
+        if kind == "flip" and section:
+            section[draw(st.integers(0, len(section) - 1))] = draw(st.integers(0, 255))
+        elif kind == "truncate" and len(section) > 1:
+            del section[draw(st.integers(1, len(section) - 1)) :]
+        elif kind == "insert":
+            i = draw(st.integers(0, len(section)))
+            section[i:i] = draw(st.binary(min_size=1, max_size=8))
+        elif kind == "count":
+            n = draw(st.sampled_from([0, -1, n + 1, n - 1, 2**31 - 1]))
+    return raw_batch(bytes(section), n, base_ts=int(time.time() * 1000))
+
+
+def test_mutated_batches_with_valid_crcs_never_store_what_a_consumer_cannot_read(broker: EbbBroker) -> None:
+    """Hostile batches (lying counts, truncated or garbage records, all with correct CRCs) to a delete and
+    a compacted topic: each is refused or stored whole, and afterwards a real consumer reads every stored
+    offset, in order, with no gap."""
+    c = CLIENTS["confluent-kafka"](broker.bootstrap)
+    topics = {"fuzz-batches": {}, "fuzz-batches-compacted": {"cleanup.policy": "compact"}}
+    for name, config in topics.items():
+        c.create_topic(name, configs=config)
+    wire = Wire(broker.bootstrap)
+    accepted = dict.fromkeys(topics, 0)
+    refused = 0
+    P = ProduceRequest[9]
+
+    # derandomize: the same 200 batches every run, so "both paths taken" below never depends on luck
+    @settings(
+        max_examples=200,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+        derandomize=True,
+    )
+    @given(batch=batches_with_valid_crcs(), topic=st.sampled_from(sorted(topics)))
+    def send(batch: bytes, topic: str) -> None:
+        nonlocal refused
+        request = P(
+            transactional_id=None,
+            acks=1,
+            timeout_ms=1000,
+            topic_data=[
+                P.TopicProduceData(
+                    name=topic,
+                    partition_data=[P.TopicProduceData.PartitionProduceData(index=0, records=batch)],
+                )
+            ],
+        )
+        wire.send_raw(wire.frame(request, 9))
+        response = ProduceResponse.decode(wire.recv_frame(), version=9, header=True)
+        part = response.responses[0].partition_responses[0]
+        if part.error_code == 0:
+            assert part.base_offset == accepted[topic]
+            accepted[topic] += int.from_bytes(batch[57:61], "big")
+        else:
+            refused += 1
+
+    try:
+        send()
+        assert refused > 0 and all(accepted.values()), (refused, accepted)  # both paths were taken
+        for topic, stored in accepted.items():
+            got = c.consume(topic, stored, timeout=30) if stored else []
+            assert [r.offset for r in got] == list(range(stored))
+            assert c.latest(topic, 0) == stored
+    finally:
+        wire.close()
         c.close()
     assert broker.alive()

@@ -182,39 +182,3 @@ def test_a_member_that_dies_is_expired_after_its_session_timeout(broker: EbbBrok
         doomed.kill()
         close_within(survivor)
 
-
-def test_static_member_keeps_its_assignment_across_a_restart(broker: EbbBroker, topic: str) -> None:
-    admin = _admin(broker.bootstrap, topic, partitions=2)
-    group = f"g-{topic}"
-
-    def static(instance: str) -> Consumer:
-        c = Consumer(
-            {
-                "bootstrap.servers": broker.bootstrap,
-                "group.id": group,
-                "group.instance.id": instance,
-                "session.timeout.ms": 10000,
-                "heartbeat.interval.ms": 500,
-            }
-        )
-        c.subscribe([topic])
-        return c
-
-    a, b = static("a"), static("b")
-    end = time.monotonic() + 30
-    while not (len(a.assignment()) == 1 and len(b.assignment()) == 1) and time.monotonic() < end:
-        a.poll(0.1)
-        b.poll(0.1)
-    assert len(a.assignment()) == 1 and len(b.assignment()) == 1
-    before = {tp.partition for tp in b.assignment()}
-    generation = admin.describe_consumer_groups([group])[group].result(30)
-    assert {m.group_instance_id for m in generation.members} == {"a", "b"}
-    close_within(b)  # a static member's close sends no LeaveGroup (KIP-345)
-    b = static("b")
-    end = time.monotonic() + 30
-    while not b.assignment() and time.monotonic() < end:
-        a.poll(0.1)
-        b.poll(0.1)
-    assert {tp.partition for tp in b.assignment()} == before
-    close_within(a)
-    close_within(b)

@@ -131,6 +131,51 @@ def test_consumed_retention_deletes_consumed_segments_and_keeps_the_rest(
     assert [r[0] for r in kept] == list(range(low, 30))
 
 
+def test_consumed_retention_never_counts_an_open_or_aborted_transactional_commit(
+    broker_factory: Callable[..., EbbBroker],
+) -> None:
+    """KIP-68 with transactions (KIP-98/447): offsets committed inside a transaction hold nothing back and
+    free nothing until the transaction commits; while it is open, and after it aborts, the consumed
+    records stay."""
+    b = broker_factory({**FAST_BACKGROUND, "log.segment.delete.delay.ms": "0"})
+    _create(
+        b.bootstrap,
+        "consumed-txn",
+        {"segment.bytes": "300", "retention.commitoffset.ms": "500", "file.delete.delay.ms": "0"},
+    )
+    _produce(b.bootstrap, "consumed-txn", [(None, f"r{i}".encode() * 5, None) for i in range(30)])
+    time.sleep(0.6)  # age the records past retention.commitoffset.ms (500 ms)
+    group = Consumer(
+        {"bootstrap.servers": b.bootstrap, "group.id": "txn-reader", "enable.auto.commit": False}
+    )
+    producer = Producer(
+        {"bootstrap.servers": b.bootstrap, "transactional.id": "txn-reader-app", "linger.ms": 0}
+    )
+    producer.init_transactions(30)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    try:
+        offsets = [TopicPartition("consumed-txn", 0, 30)]
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(offsets, group.consumer_group_metadata(), 30)
+        passes = b.metric("ebb_retention_passes_total")
+        _wait(lambda: b.metric("ebb_retention_passes_total") >= passes + 2)
+        assert _earliest(admin, "consumed-txn") == 0, "an open transactional commit freed records"
+        producer.abort_transaction(30)
+        passes = b.metric("ebb_retention_passes_total")
+        _wait(lambda: b.metric("ebb_retention_passes_total") >= passes + 2)
+        assert _earliest(admin, "consumed-txn") == 0, "an aborted transactional commit freed records"
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            [TopicPartition("consumed-txn", 0, 15)], group.consumer_group_metadata(), 30
+        )
+        producer.commit_transaction(30)
+        _wait(lambda: _earliest(admin, "consumed-txn") > 0)
+        assert 0 < _earliest(admin, "consumed-txn") <= 15
+    finally:
+        producer.flush(10)
+        close_within(group)
+
+
 def _earliest(admin: AdminClient, topic: str) -> int:
     from confluent_kafka.admin import OffsetSpec
 

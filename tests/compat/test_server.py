@@ -40,6 +40,14 @@ ADVERTISED = {
     33: (0, 2),
     44: (0, 1),
     35: (1, 4),
+    # transactions (KIP-98, KIP-447, KIP-664): the client versions of transaction version 1
+    24: (0, 3),
+    25: (0, 3),
+    26: (0, 3),
+    28: (0, 3),
+    61: (0, 0),
+    65: (0, 0),
+    66: (0, 1),
 }
 
 
@@ -57,7 +65,7 @@ def test_api_versions_advertises_the_reference_ranges(broker: EbbBroker) -> None
     ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}  # type: ignore[attr-defined]
     for key, want in ADVERTISED.items():
         assert ranges.get(key) == want, f"API key {key}"
-    for absent in (68, 69, 76, 24, 26):  # KIP-848, share groups, transactions
+    for absent in (68, 69, 76, 27):  # KIP-848, share groups, WriteTxnMarkers (broker to broker)
         assert absent not in ranges
 
 

@@ -24,12 +24,14 @@ from harness.operator_process import deployment_settings, running_operator
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "ebb"
 EXAMPLES = ROOT / "examples"
-# A stand-in for the Prometheus Operator's ServiceMonitor CRD (the real one ships with that operator):
-# enough for the API server to accept the chart's ServiceMonitor in a dry run.
+# Stand-ins for the Prometheus Operator's ServiceMonitor and PrometheusRule CRDs (the real ones ship with
+# that operator): enough for the API server to accept the chart's objects of those kinds in a dry run.
 SERVICEMONITOR_CRD = Path(__file__).parent / "servicemonitor-crd.yaml"
+PROMETHEUSRULE_CRD = Path(__file__).parent / "prometheusrule-crd.yaml"
 
 EVERY_OPTION = (
     "--set", "operator.serviceMonitor.enabled=true",
+    "--set", "prometheusRule.enabled=true",
     "--set", "spark.enabled=true",
     "--set", "operator.watchNamespaces={chart-team-a,chart-team-b}",
     "--set", "broker.service.type=NodePort",
@@ -49,10 +51,13 @@ def test_helm_lint_passes_strict_with_defaults_and_every_option(control_plane: C
 
 @pytest.fixture(scope="module")
 def servicemonitor_crd(control_plane: ControlPlane) -> None:
-    control_plane.kubectl("apply", "--server-side", "-f", str(SERVICEMONITOR_CRD))
     control_plane.kubectl(
-        "wait", "--for=condition=Established", "crd/servicemonitors.monitoring.coreos.com", "--timeout=60s"
+        "apply", "--server-side", "-f", str(SERVICEMONITOR_CRD), "-f", str(PROMETHEUSRULE_CRD)
     )
+    for crd in ("servicemonitors", "prometheusrules"):
+        control_plane.kubectl(
+            "wait", "--for=condition=Established", f"crd/{crd}.monitoring.coreos.com", "--timeout=60s"
+        )
 
 
 @pytest.mark.parametrize("options", [(), EVERY_OPTION], ids=["defaults", "every-option"])
@@ -73,14 +78,15 @@ def test_rendered_chart_is_accepted_by_the_api_server(
     applied = [line for line in result.stdout.splitlines() if "serverside-applied (server dry run)" in line]
     assert len(applied) == len(kinds(rendered)), result.stdout
     if options:
-        assert {"ServiceMonitor", "Role", "RoleBinding"} <= set(kinds(rendered))
+        assert {"ServiceMonitor", "PrometheusRule", "Role", "RoleBinding"} <= set(kinds(rendered))
         crds = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "CustomResourceDefinition"]
         assert all("helm.sh/resource-policy" not in d["metadata"].get("annotations", {}) for d in crds)
     else:
         assert kinds(rendered).count("CustomResourceDefinition") == 4
         assert "KafkaCluster" in kinds(rendered)
         assert "StatefulSet" in kinds(rendered)
-        assert "ServiceMonitor" not in kinds(rendered)
+        assert "ServiceMonitor" not in kinds(rendered) and "PrometheusRule" not in kinds(rendered)
+        assert "ConfigMap" in kinds(rendered)  # the Grafana dashboard
 
 
 @pytest.mark.parametrize(

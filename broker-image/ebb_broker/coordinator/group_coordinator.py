@@ -1,9 +1,20 @@
-"""The classic group coordinator: membership, rebalances, and committed offsets.
+"""The classic group coordinator: membership, rebalances, committed offsets and their expiry.
 
-It follows Kafka's classic `GroupCoordinator` (KIP-394 MEMBER_ID_REQUIRED, KIP-345 static
-membership for member ids keyed by group.instance.id) on one event loop, so no locks are needed.
-Offsets and group metadata are written to `__consumer_offsets` before they are acknowledged, and
-replayed from it on start. It also hands the engine its KIP-68 input (`committed_snapshot`).
+It restates Kafka's classic group coordinator (GroupMetadataManager and OffsetMetadataManager of Kafka
+4.x, the Scala GroupCoordinator before it) on one event loop, so no locks are needed:
+- JoinGroup parks until every member rejoined or the rebalance timeout passes; a new group's first
+  rebalance waits `group.initial.rebalance.delay.ms`, extended while members keep arriving, capped by
+  the rebalance timeout (Kafka's InitialDelayedJoin), so consumers started together share a generation.
+- KIP-394 MEMBER_ID_REQUIRED; KIP-345 static members: a static member that restarts takes its old
+  place and assignment without a rebalance reaching the others, a stale member id is fenced
+  (FENCED_INSTANCE_ID), and a static member that never returns is removed when its session expires.
+- Sessions, rebalances, pending SyncGroups and the offsets retention check are keyed timers
+  (`timer.CoordinatorTimer`), rescheduled the way Kafka's coordinator timer does.
+- Group metadata and offsets are written to `__consumer_offsets` before they are acknowledged and
+  replayed on start, members included: after a restart clients find their group Stable in its last
+  stored generation, as clients of Kafka do after a coordinator failover.
+- KIP-211: `offsets.retention.minutes` expires the offsets of a group Empty for that long (standalone
+  commits: since the commit) with tombstones, and then the group itself.
 Error codes are Kafka's numbers from kafka-python's error table.
 """
 
@@ -11,14 +22,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from kafka import errors as E
 
-from ebb_broker.coordinator.group import Group, GroupState, JoinResult, Member
+from ebb_broker.coordinator.group import Group, GroupState, JoinResult, Member, SyncResult
+from ebb_broker.coordinator.offsets import CommittedOffset, OffsetManager, Record, commit_record
 from ebb_broker.coordinator.offsets_records import (
+    OFFSETS_TOPIC,
     GroupKey,
     GroupValue,
     MemberRecord,
@@ -27,93 +40,184 @@ from ebb_broker.coordinator.offsets_records import (
     RecordFormatError,
     decode_key,
 )
-from ebb_broker.coordinator.offsets_store import OffsetsStore
+from ebb_broker.coordinator.offsets_store import COMMIT_MARKER, OffsetsStore
+from ebb_broker.coordinator.timer import CoordinatorTimer
 from ebb_broker.log import CommittedOffsets
 
 log = logging.getLogger(__name__)
 
-# Kafka's group.min/max.session.timeout.ms defaults.
-MIN_SESSION_TIMEOUT_MS = 6_000
-MAX_SESSION_TIMEOUT_MS = 1_800_000
-_EXPIRY_TICK_S = 0.25
+__all__ = ["CommittedOffset", "GroupCoordinator", "GroupCoordinatorConfig"]
+
+INT_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
-class CommittedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
+class GroupCoordinatorConfig:
+    """The coordinator's settings, with Kafka's defaults (the broker config gives them Kafka's names)."""
+
+    min_session_timeout_ms: int = 6_000  # group.min.session.timeout.ms
+    max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
+    max_size: int = INT_MAX  # group.max.size
+    initial_rebalance_delay_ms: int = 3_000  # group.initial.rebalance.delay.ms
+    new_member_join_timeout_ms: int = 300_000  # Kafka's NewMemberJoinTimeoutMs (not configurable)
+    offsets_retention_ms: int = 7 * 24 * 3_600_000  # offsets.retention.minutes
+    offsets_retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
+    offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+def _heartbeat_key(group_id: str, member_id: str) -> Hashable:
+    return ("heartbeat", group_id, member_id)
+
+
+def _join_key(group_id: str) -> Hashable:
+    return ("join", group_id)
+
+
+def _sync_key(group_id: str) -> Hashable:
+    return ("sync", group_id)
+
+
+_RETENTION_KEY = ("offsets-retention",)
 
 
 class GroupCoordinator:
     """Every group of this broker (the broker coordinates all of them: it is the only node)."""
 
-    def __init__(self, store: OffsetsStore, *, min_session_timeout_ms: int = MIN_SESSION_TIMEOUT_MS):
+    def __init__(
+        self,
+        store: OffsetsStore,
+        timer: CoordinatorTimer,
+        config: GroupCoordinatorConfig | None = None,
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ):
         self.store = store
+        self.timer = timer
+        self.config = config or GroupCoordinatorConfig()
+        self._loop = loop
         self.groups: dict[str, Group] = {}
-        self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
-        self.min_session_timeout_ms = min_session_timeout_ms
+        self.offsets = OffsetManager()
+        # Transactional offset commits (KIP-98) awaiting their transaction's marker:
+        # producer id -> group -> partition -> offset. They count for nothing (KIP-68 included) until
+        # the COMMIT marker, and are forgotten at the ABORT marker.
+        self.pending_txn: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}
         self.loaded = False
-        self._expiry_task: asyncio.Task[None] | None = None
+
+    def _future(self) -> asyncio.Future[JoinResult]:
+        return (self._loop or asyncio.get_running_loop()).create_future()
+
+    def _sync_future(self) -> asyncio.Future[SyncResult]:
+        return (self._loop or asyncio.get_running_loop()).create_future()
 
     # ---- lifecycle -------------------------------------------------------------------------
 
     def load(self) -> None:
-        """Replay `__consumer_offsets`: the latest record per key wins, a tombstone removes it."""
+        """Replay `__consumer_offsets`: the latest record per key wins, a tombstone removes it.
+
+        Groups come back as Kafka's coordinator loads them: Stable with the members, leader and
+        assignments of their last stored generation, or Empty. `start()` then gives every member a
+        fresh session, so a client that reconnects within its session timeout carries on.
+        """
         self.store.ensure_topic()
-        offsets: dict[OffsetKey, CommittedOffset] = {}
-        groups: dict[str, GroupValue] = {}
-        for key_bytes, value in self.store.replay():
+        group_values: dict[str, GroupValue] = {}
+        for key, value in self._latest_records().items():
             try:
-                key = decode_key(key_bytes)
                 if isinstance(key, OffsetKey):
-                    if value is None:
-                        offsets.pop(key, None)
-                    else:
-                        v = OffsetValue.decode(value)
-                        offsets[key] = CommittedOffset(
-                            v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
-                        )
-                elif isinstance(key, GroupKey):
-                    if value is None:
-                        groups.pop(key.group, None)
-                    else:
-                        groups[key.group] = GroupValue.decode(value)
+                    self.offsets.replay(key, None if value is None else OffsetValue.decode(value))
+                elif value is None:
+                    group_values.pop(key.group, None)
+                else:
+                    group_values[key.group] = GroupValue.decode(value)
             except RecordFormatError as exc:
-                log.warning("skipping unreadable %s record: %s", self.store.partitions, exc)
-        for key, committed in offsets.items():
-            self.offsets.setdefault(key.group, {})[(key.topic, key.partition)] = committed
-        for group_id, gv in groups.items():
-            # Members are not restored: they rejoin (UNKNOWN_MEMBER_ID makes clients reset their id).
-            self.groups[group_id] = Group(
-                group_id,
-                GroupState.EMPTY,
-                gv.generation,
-                gv.protocol_type or None,
-                gv.protocol,
-                None,
-                state_timestamp=gv.current_state_timestamp,
-            )
-        for group_id in self.offsets:
+                log.warning("skipping unreadable %s record %s: %s", OFFSETS_TOPIC, key, exc)
+        for group_id, gv in group_values.items():
+            self.groups[group_id] = _group_from_record(group_id, gv)
+        for group_id in self.offsets.by_group:
+            self.groups.setdefault(group_id, Group(group_id))
+        for group_id in {g for by_group in self.pending_txn.values() for g in by_group}:
             self.groups.setdefault(group_id, Group(group_id))
         self.loaded = True
-        log.info("loaded %d groups and %d committed offsets", len(self.groups), len(offsets))
+        members = sum(len(g.members) for g in self.groups.values())
+        log.info(
+            "loaded %d groups (%d members) and %d committed offsets",
+            len(self.groups),
+            members,
+            sum(len(c) for c in self.offsets.by_group.values()),
+        )
+
+    def _latest_records(self) -> dict[OffsetKey | GroupKey, bytes | None]:
+        """The latest value (None: a tombstone) of every key in `__consumer_offsets`.
+
+        Earlier ebb-broker versions placed groups whose Java hashCode is negative in another partition
+        than Kafka does (they masked the sign bit instead of Kafka's Math.abs). Such records are older
+        than any in the group's proper partition, so those win; a misplaced value is copied to the
+        proper partition when nothing newer is there, and gets a tombstone where it was, so compaction
+        removes it and it can never come back once the proper partition's tombstones are cleaned.
+        """
+        placed: dict[OffsetKey | GroupKey, bytes | None] = {}
+        misplaced: dict[OffsetKey | GroupKey, tuple[int, bytes, bytes]] = {}
+        # producer id -> partition -> offset records of its open transaction (TxnOffsetCommit), in order
+        open_txns: dict[int, dict[int, dict[OffsetKey, bytes | None]]] = {}
+        for rec in self.store.replay():
+            partition, key_bytes, value = rec.partition, rec.key, rec.value
+            if rec.marker is not None:
+                # The transaction coordinator's marker: its offsets become committed now, or never.
+                done = open_txns.get(rec.producer_id, {}).pop(partition, {})
+                if rec.marker == COMMIT_MARKER:
+                    for offset_key, offset_value in done.items():
+                        placed[offset_key] = offset_value
+                continue
+            try:
+                key = decode_key(key_bytes)
+            except RecordFormatError as exc:
+                log.warning("skipping unreadable %s key in partition %d: %s", OFFSETS_TOPIC, partition, exc)
+                continue
+            if key is None:
+                continue
+            if rec.transactional:
+                if isinstance(key, OffsetKey):
+                    open_txns.setdefault(rec.producer_id, {}).setdefault(partition, {})[key] = value
+                continue
+            if partition == self.store.partition_for(key.group):
+                placed[key] = value
+            elif value is not None:
+                misplaced[key] = (partition, key_bytes, value)
+            else:
+                misplaced.pop(key, None)
+        for key, (partition, key_bytes, value) in misplaced.items():
+            if key not in placed:
+                self.store.append(key.group, [(key_bytes, value)])
+                placed[key] = value
+            self.store.append_to(partition, [(key_bytes, None)])
+        if misplaced:
+            log.info(
+                "moved %d records to the %s partitions Kafka assigns their groups",
+                len(misplaced),
+                OFFSETS_TOPIC,
+            )
+        for pid, by_partition in open_txns.items():
+            for records in by_partition.values():
+                for key, value in records.items():
+                    if value is None:
+                        continue
+                    try:
+                        v = OffsetValue.decode(value)
+                    except RecordFormatError as exc:
+                        log.warning("skipping unreadable transactional offset %s: %s", key, exc)
+                        continue
+                    committed = CommittedOffset(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp)
+                    group = self.pending_txn.setdefault(pid, {}).setdefault(key.group, {})
+                    group[(key.topic, key.partition)] = committed
+        return placed
 
     def start(self) -> None:
-        self._expiry_task = asyncio.get_running_loop().create_task(self._expire_sessions())
-
-    async def stop(self) -> None:
-        if self._expiry_task is not None:
-            self._expiry_task.cancel()
-            try:
-                await self._expiry_task
-            except asyncio.CancelledError:
-                pass
+        """Start the loaded members' sessions and the periodic offsets retention check."""
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._reschedule_heartbeat(group, member)
+        self.timer.schedule(
+            _RETENTION_KEY, self.config.offsets_retention_check_interval_ms, self.cleanup_group_metadata
+        )
 
     # ---- KIP-68 input ----------------------------------------------------------------------
 
@@ -123,16 +227,11 @@ class GroupCoordinator:
         event loop, which owns this state."""
         if not self.loaded:
             return CommittedOffsets(known=False)
-        minimums: dict[tuple[str, int], int] = {}
-        for committed in self.offsets.values():
-            for tp, c in committed.items():
-                if tp not in minimums or c.offset < minimums[tp]:
-                    minimums[tp] = c.offset
-        return CommittedOffsets(minimums)
+        return self.offsets.committed_snapshot()
 
-    # ---- membership ------------------------------------------------------------------------
+    # ---- JoinGroup -------------------------------------------------------------------------
 
-    async def join(
+    def join(
         self,
         *,
         group_id: str,
@@ -145,112 +244,369 @@ class GroupCoordinator:
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
         require_known_member_id: bool,
-    ) -> JoinResult:
+        supports_skip_assignment: bool = False,
+        reason: str | None = None,
+    ) -> asyncio.Future[JoinResult]:
+        """A JoinGroup; the future completes when the rebalance does (or at once with an error)."""
+        future = self._future()
         if not group_id:
-            return JoinResult(E.InvalidGroupIdError.errno, member_id=member_id)
-        if not self.min_session_timeout_ms <= session_timeout_ms <= MAX_SESSION_TIMEOUT_MS:
-            return JoinResult(E.InvalidSessionTimeoutError.errno, member_id=member_id)
+            future.set_result(JoinResult(E.InvalidGroupIdError.errno, member_id=member_id))
+            return future
+        cfg = self.config
+        if not cfg.min_session_timeout_ms <= session_timeout_ms <= cfg.max_session_timeout_ms:
+            future.set_result(JoinResult(E.InvalidSessionTimeoutError.errno, member_id=member_id))
+            return future
+        request = _JoinRequest(
+            member_id,
+            group_instance_id,
+            client_id,
+            client_host,
+            session_timeout_ms,
+            rebalance_timeout_ms,
+            protocol_type,
+            protocols,
+            require_known_member_id,
+            supports_skip_assignment,
+            reason or "not provided",
+        )
         group = self.groups.get(group_id)
-        if group is None or group.state is GroupState.DEAD:
-            group = self.groups[group_id] = Group(group_id)
-        if not group.supports(protocol_type, protocols):
-            return JoinResult(E.InconsistentGroupProtocolError.errno, member_id=member_id)
-
-        if group_instance_id is not None:
-            # KIP-345: a static member keeps its place; a new member id replaces the old one.
-            for existing in list(group.members.values()):
-                if existing.group_instance_id == group_instance_id and existing.member_id != member_id:
-                    if member_id:
-                        return JoinResult(E.FencedInstanceIdError.errno, member_id=member_id)
-                    self._remove_member(group, existing)
-        if not member_id:
-            new_id = f"{group_instance_id or client_id}-{uuid.uuid4()}"
-            if require_known_member_id and group_instance_id is None:
-                # KIP-394: hand out the id and make the client rejoin with it.
-                group.pending_members[new_id] = time.monotonic() + session_timeout_ms / 1000
-                return JoinResult(E.MemberIdRequiredError.errno, member_id=new_id)
-            member_id = new_id
-        elif member_id not in group.members and member_id not in group.pending_members:
-            return JoinResult(E.UnknownMemberIdError.errno, member_id=member_id)
-
-        group.pending_members.pop(member_id, None)
-        member = group.members.get(member_id)
-        loop = asyncio.get_running_loop()
-        if member is None:
-            member = Member(
-                member_id,
-                group_instance_id,
-                client_id,
-                client_host,
-                session_timeout_ms,
-                rebalance_timeout_ms,
-                protocol_type,
-                protocols,
-            )
-            group.members[member_id] = member
-            if group.protocol_type is None:
-                group.protocol_type = protocol_type
-        elif group.state is GroupState.STABLE and member.protocols == protocols and member_id != group.leader:
-            # Kafka: a follower rejoining with unchanged metadata just gets the current generation.
-            member.last_heartbeat = time.monotonic()
-            return JoinResult(
-                0, group.generation, group.protocol_type, group.protocol, group.leader or "", member_id
-            )
+        is_new_group = group is None
+        if group is None:
+            if member_id:
+                # A member id for a group this coordinator does not know: the client must start over.
+                future.set_result(JoinResult(E.UnknownMemberIdError.errno, member_id=member_id))
+                return future
+            group = self.groups[group_id] = Group(group_id, state_timestamp=self.timer.now_ms())
+        if not self._accept_joining_member(group, member_id):
+            group.remove(member_id)
+            future.set_result(JoinResult(E.GroupMaxSizeReachedError.errno))
+        elif not member_id:
+            self._join_new_member(group, request, future)
         else:
-            member.protocols = protocols
-            member.session_timeout_ms = session_timeout_ms
-            member.rebalance_timeout_ms = rebalance_timeout_ms
-        member.last_heartbeat = time.monotonic()
-        if member.join_waiter is None or member.join_waiter.done():
-            member.join_waiter = loop.create_future()
-        # A repeated JoinGroup (a client retrying on a new connection) shares the pending outcome.
-        waiter = member.join_waiter
-        self._prepare_rebalance(group, f"member {member_id} joined")
-        self._maybe_complete_join(group)
-        return await waiter
+            self._join_existing_member(group, request, future)
+        if is_new_group and group.is_in(GroupState.EMPTY):
+            # Kafka records a group created by JoinGroup at once (an empty GroupMetadataValue).
+            self._store_group(group, empty=True)
+        return future
+
+    def _accept_joining_member(self, group: Group, member_id: str) -> bool:
+        """group.max.size: existing members are always accepted, new ones up to the limit."""
+        if group.is_in(GroupState.EMPTY, GroupState.DEAD):
+            return True
+        member = group.members.get(member_id)
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            return (member is not None and member.awaiting_join) or (
+                group.num_awaiting_join() < self.config.max_size
+            )
+        return member is not None or len(group.members) < self.config.max_size
+
+    def _join_new_member(self, group: Group, req: _JoinRequest, future: asyncio.Future[JoinResult]) -> None:
+        if group.is_in(GroupState.DEAD):
+            future.set_result(JoinResult(E.CoordinatorNotAvailableError.errno))
+            return
+        if not group.supports_protocols(req.protocol_type, req.protocols):
+            future.set_result(JoinResult(E.InconsistentGroupProtocolError.errno))
+            return
+        new_id = f"{req.group_instance_id or req.client_id}-{uuid.uuid4()}"
+        if req.group_instance_id is not None:
+            existing = group.static_members.get(req.group_instance_id)
+            if existing is not None:
+                log.info(
+                    "group %s: static member %s rejoins in %s; member %s replaces %s",
+                    group.group_id,
+                    req.group_instance_id,
+                    group.state.value,
+                    new_id,
+                    existing,
+                )
+                self._update_static_member(group, existing, new_id, req, future)
+            else:
+                self._add_member(group, new_id, req, future)
+        elif req.require_known_member_id:
+            # KIP-394: hand out the id and make the client rejoin with it; the id expires with the session.
+            group.pending_join_members.add(new_id)
+            self.timer.schedule(
+                _heartbeat_key(group.group_id, new_id),
+                req.session_timeout_ms,
+                lambda: self._expire_heartbeat(group.group_id, new_id),
+            )
+            future.set_result(JoinResult(E.MemberIdRequiredError.errno, member_id=new_id))
+        else:
+            self._add_member(group, new_id, req, future)
+
+    def _join_existing_member(
+        self, group: Group, req: _JoinRequest, future: asyncio.Future[JoinResult]
+    ) -> None:
+        member_id = req.member_id
+        if group.is_in(GroupState.DEAD):
+            future.set_result(JoinResult(E.CoordinatorNotAvailableError.errno, member_id=member_id))
+            return
+        if not group.supports_protocols(req.protocol_type, req.protocols):
+            future.set_result(JoinResult(E.InconsistentGroupProtocolError.errno, member_id=member_id))
+            return
+        if member_id in group.pending_join_members:
+            if req.group_instance_id is not None:
+                # Kafka fails this request (a pending member id is never a static member's).
+                future.set_result(JoinResult(E.UnknownError.errno, member_id=member_id))
+                return
+            self._add_member(group, member_id, req, future)
+            return
+        error = group.validate_member(member_id, req.group_instance_id)
+        if error:
+            future.set_result(JoinResult(error, member_id=member_id))
+            return
+        member = group.members[member_id]
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            self._update_member(group, member, req, future, f"member {member_id} joining during rebalance")
+        elif group.is_in(GroupState.COMPLETING_REBALANCE):
+            if member.matches(req.protocols):
+                # The member missed its JoinGroup response: hand it the current generation again.
+                future.set_result(self._current_generation(group, member_id, with_members=True))
+            else:
+                self._update_member(group, member, req, future, f"member {member_id} changed its metadata")
+        elif group.is_in(GroupState.STABLE):
+            if member_id == group.leader or not member.matches(req.protocols):
+                # The leader rejoining forces a rebalance (it saw a metadata change the others did not).
+                self._update_member(group, member, req, future, f"member {member_id} rejoined")
+            else:
+                future.set_result(self._current_generation(group, member_id, with_members=False))
+        else:
+            log.warning(
+                "group %s: member %s rejoins an %s group", group.group_id, member_id, group.state.value
+            )
+            future.set_result(JoinResult(E.UnknownMemberIdError.errno, member_id=member_id))
+
+    @staticmethod
+    def _current_generation(group: Group, member_id: str, *, with_members: bool) -> JoinResult:
+        return JoinResult(
+            0,
+            group.generation,
+            group.protocol_type,
+            group.protocol,
+            group.leader or "",
+            member_id,
+            group.current_member_metadata() if with_members and member_id == group.leader else [],
+        )
+
+    def _add_member(
+        self, group: Group, member_id: str, req: _JoinRequest, future: asyncio.Future[JoinResult]
+    ) -> None:
+        member = Member(
+            member_id,
+            req.group_instance_id,
+            req.client_id,
+            req.client_host,
+            req.rebalance_timeout_ms,
+            req.session_timeout_ms,
+            req.protocol_type,
+            req.protocols,
+            is_new=True,
+            join_waiters=[future],
+        )
+        if group.is_in(GroupState.PREPARING_REBALANCE) and group.previous_state is GroupState.EMPTY:
+            group.new_member_added = True  # extends the initial rebalance delay
+        group.add(member)
+        # A new member cannot heartbeat while its JoinGroup is parked; give it the new-member timeout so
+        # a client that vanished mid-join does not stay in the group forever (Kafka does the same).
+        self._reschedule_heartbeat(group, member, self.config.new_member_join_timeout_ms)
+        self._maybe_prepare_rebalance_or_complete_join(
+            group, f"adding member {member_id} (instance {req.group_instance_id}); reason: {req.reason}"
+        )
+
+    def _update_member(
+        self,
+        group: Group,
+        member: Member,
+        req: _JoinRequest,
+        future: asyncio.Future[JoinResult],
+        reason: str,
+    ) -> None:
+        member.protocols = req.protocols
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.session_timeout_ms = req.session_timeout_ms
+        member.join_waiters.append(future)
+        self._maybe_prepare_rebalance_or_complete_join(group, f"{reason}; reason: {req.reason}")
+
+    def _update_static_member(
+        self,
+        group: Group,
+        old_member_id: str,
+        new_member_id: str,
+        req: _JoinRequest,
+        future: asyncio.Future[JoinResult],
+    ) -> None:
+        """KIP-345: a known static member rejoins with a new member id (its client restarted)."""
+        assert req.group_instance_id is not None
+        current_leader = group.leader
+        new = group.replace_static_member(req.group_instance_id, old_member_id, new_member_id)
+        self.timer.cancel(_heartbeat_key(group.group_id, old_member_id))
+        self._reschedule_heartbeat(group, new)
+        old_protocols = new.protocols
+        old_timeouts = (new.rebalance_timeout_ms, new.session_timeout_ms)
+        new.protocols = req.protocols
+        new.rebalance_timeout_ms = req.rebalance_timeout_ms
+        new.session_timeout_ms = req.session_timeout_ms
+        if group.is_in(GroupState.STABLE):
+            if group.select_protocol() != group.protocol:
+                new.join_waiters.append(future)
+                self._maybe_prepare_rebalance_or_complete_join(
+                    group, f"static member {req.group_instance_id} rejoined with a change of protocol"
+                )
+                return
+            # The assignment does not change: persist the new member id and answer without a rebalance.
+            try:
+                self._store_group(group)
+            except Exception as exc:
+                log.warning(
+                    "group %s: could not store static member %s: %s", group.group_id, new_member_id, exc
+                )
+                new.protocols = old_protocols
+                new.rebalance_timeout_ms, new.session_timeout_ms = old_timeouts
+                old = group.replace_static_member(req.group_instance_id, new_member_id, old_member_id)
+                self.timer.cancel(_heartbeat_key(group.group_id, new_member_id))
+                self._reschedule_heartbeat(group, old)
+                future.set_result(
+                    JoinResult(
+                        E.CoordinatorNotAvailableError.errno,
+                        group.generation,
+                        group.protocol_type,
+                        group.protocol,
+                        current_leader or "",
+                    )
+                )
+                return
+            if req.supports_skip_assignment:
+                # JoinGroup v9+: a restarted leader learns it leads but skips the assignor (KIP-814).
+                is_leader = group.leader == new_member_id
+                future.set_result(
+                    JoinResult(
+                        0,
+                        group.generation,
+                        group.protocol_type,
+                        group.protocol,
+                        group.leader or "",
+                        new_member_id,
+                        group.current_member_metadata() if is_leader else [],
+                        skip_assignment=is_leader,
+                    )
+                )
+            else:
+                # Before v9 the old leader id is returned, so the restarted member never runs an
+                # assignment a Stable group would ignore.
+                future.set_result(
+                    JoinResult(
+                        0,
+                        group.generation,
+                        group.protocol_type,
+                        group.protocol,
+                        current_leader or "",
+                        new_member_id,
+                    )
+                )
+            return
+        new.join_waiters.append(future)
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            # The leader may already be assigning to the old member id: start over.
+            self._prepare_rebalance(group, f"static member {req.group_instance_id} rejoined during a sync")
+        else:
+            self._maybe_complete_join_phase(group)
+
+    # ---- rebalance -------------------------------------------------------------------------
+
+    def _maybe_prepare_rebalance_or_complete_join(self, group: Group, reason: str) -> None:
+        if group.can_rebalance():
+            self._prepare_rebalance(group, reason)
+        else:
+            self._maybe_complete_join_phase(group)
 
     def _prepare_rebalance(self, group: Group, reason: str) -> None:
-        if group.state is GroupState.COMPLETING_REBALANCE:
-            # Members waiting in SyncGroup must rejoin.
-            for m in group.members.values():
-                if m.sync_waiter is not None and not m.sync_waiter.done():
-                    m.sync_waiter.set_result((E.RebalanceInProgressError.errno, b""))
-        if group.state is not GroupState.PREPARING_REBALANCE:
-            log.info("group %s: preparing rebalance (%s)", group.group_id, reason)
-            group.state = GroupState.PREPARING_REBALANCE
-            timeout_ms = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
-            loop = asyncio.get_running_loop()
-            group.rebalance_deadline = loop.call_later(timeout_ms / 1000, self._rebalance_timed_out, group)
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            self._reset_and_propagate_assignment_error(group, E.RebalanceInProgressError.errno)
+        self._remove_sync_expiration(group)
+        initial = group.is_in(GroupState.EMPTY)
+        if initial:
+            # A new group: give the other members a moment to arrive (InitialDelayedJoin).
+            delay = self.config.initial_rebalance_delay_ms
+            remaining = max(group.rebalance_timeout_ms() - delay, 0)
+            self._schedule_initial_join(group.group_id, delay, remaining)
+        group.transition_to(GroupState.PREPARING_REBALANCE, self.timer.now_ms())
+        log.info(
+            "group %s: preparing to rebalance from generation %d (%s)",
+            group.group_id,
+            group.generation,
+            reason,
+        )
+        if not initial:
+            if group.has_all_members_joined():
+                self._complete_join(group)
+            else:
+                self.timer.schedule(
+                    _join_key(group.group_id),
+                    group.rebalance_timeout_ms(),
+                    lambda: self._complete_join_by_id(group.group_id),
+                )
 
-    def _rebalance_timed_out(self, group: Group) -> None:
-        if group.state is not GroupState.PREPARING_REBALANCE:
+    def _schedule_initial_join(self, group_id: str, delay_ms: int, remaining_ms: int) -> None:
+        self.timer.schedule(
+            _join_key(group_id),
+            delay_ms,
+            lambda: self._try_complete_initial_rebalance(group_id, delay_ms, remaining_ms),
+        )
+
+    def _try_complete_initial_rebalance(self, group_id: str, delay_ms: int, remaining_ms: int) -> None:
+        group = self.groups.get(group_id)
+        if group is None:
             return
-        for m in list(group.members.values()):
-            if m.join_waiter is None or m.join_waiter.done():
-                log.info("group %s: member %s did not rejoin in time", group.group_id, m.member_id)
-                self._remove_member(group, m)
-        self._complete_join(group)
+        if group.new_member_added and remaining_ms != 0:
+            # Someone joined during the delay: wait again, within the rebalance timeout.
+            group.new_member_added = False
+            new_delay = min(self.config.initial_rebalance_delay_ms, remaining_ms)
+            self._schedule_initial_join(group_id, new_delay, max(remaining_ms - delay_ms, 0))
+        else:
+            self._complete_join(group)
 
-    def _maybe_complete_join(self, group: Group) -> None:
-        if group.state is GroupState.PREPARING_REBALANCE and group.all_joined():
+    def _maybe_complete_join_phase(self, group: Group) -> None:
+        """Complete the join phase early once everyone rejoined, except during the initial delay."""
+        if (
+            group.is_in(GroupState.PREPARING_REBALANCE)
+            and group.previous_state is not GroupState.EMPTY
+            and group.has_all_members_joined()
+        ):
+            self._complete_join(group)
+
+    def _complete_join_by_id(self, group_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is not None:
             self._complete_join(group)
 
     def _complete_join(self, group: Group) -> None:
-        if group.rebalance_deadline is not None:
-            group.rebalance_deadline.cancel()
-            group.rebalance_deadline = None
-        group.generation += 1
-        group.state_timestamp = _now_ms()
-        if not group.members:
-            group.state = GroupState.EMPTY
-            group.protocol = None
-            group.leader = None
-            self._persist_group(group)
+        self.timer.cancel(_join_key(group.group_id))
+        if not group.is_in(GroupState.PREPARING_REBALANCE):
             return
-        group.state = GroupState.COMPLETING_REBALANCE
-        group.protocol = group.select_protocol()
-        if group.leader not in group.members:
-            group.leader = next(iter(group.members))
+        gone = [m for m in group.not_yet_rejoined() if not m.is_static]
+        for m in gone:
+            group.remove(m.member_id)
+            self.timer.cancel(_heartbeat_key(group.group_id, m.member_id))
+        if gone:
+            log.info(
+                "group %s: removed members that did not rejoin in time: %s",
+                group.group_id,
+                [m.member_id for m in gone],
+            )
+        if not group.maybe_elect_new_joined_leader() and group.members:
+            # Only static members that did not rejoin are left: wait for them (or their sessions).
+            log.warning("group %s: no member rejoined; waiting another rebalance timeout", group.group_id)
+            self.timer.schedule(
+                _join_key(group.group_id),
+                group.rebalance_timeout_ms(),
+                lambda: self._complete_join_by_id(group.group_id),
+            )
+            return
+        group.init_next_generation(self.timer.now_ms())
+        if group.is_in(GroupState.EMPTY):
+            log.info("group %s: generation %d is empty", group.group_id, group.generation)
+            self._store_group(group)
+            return
         log.info(
             "group %s: generation %d with %d members, leader %s",
             group.group_id,
@@ -258,25 +614,53 @@ class GroupCoordinator:
             len(group.members),
             group.leader,
         )
-        everyone = [
-            (m.member_id, m.group_instance_id, m.metadata_for(group.protocol)) for m in group.members.values()
-        ]
-        for m in group.members.values():
-            m.last_heartbeat = time.monotonic()
-            if m.join_waiter is not None and not m.join_waiter.done():
-                m.join_waiter.set_result(
-                    JoinResult(
-                        0,
-                        group.generation,
-                        group.protocol_type,
-                        group.protocol,
-                        group.leader or "",
-                        m.member_id,
-                        everyone if m.member_id == group.leader else [],
-                    )
-                )
+        for m in list(group.members.values()):
+            m.complete_join(self._current_generation(group, m.member_id, with_members=True))
+            self._reschedule_heartbeat(group, m)
+            m.is_new = False
+            group.pending_sync_members.add(m.member_id)
+        group_id, generation = group.group_id, group.generation
+        self.timer.schedule(
+            _sync_key(group_id),
+            group.rebalance_timeout_ms(),
+            lambda: self._expire_pending_sync(group_id, generation),
+        )
 
-    async def sync(
+    def _remove_sync_expiration(self, group: Group) -> None:
+        group.pending_sync_members.clear()
+        self.timer.cancel(_sync_key(group.group_id))
+
+    def _expire_pending_sync(self, group_id: str, generation: int) -> None:
+        """Members that got the JoinGroup answer but never sent SyncGroup within the rebalance timeout."""
+        group = self.groups.get(group_id)
+        if group is None or generation != group.generation:
+            return
+        if not group.is_in(GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
+            return
+        if group.pending_sync_members:
+            pending = sorted(group.pending_sync_members)
+            for member_id in pending:
+                group.remove(member_id)
+                self.timer.cancel(_heartbeat_key(group_id, member_id))
+            self._prepare_rebalance(group, f"members {pending} sent no SyncGroup in time")
+
+    def _reset_and_propagate_assignment_error(self, group: Group, error: int) -> None:
+        for m in group.members.values():
+            m.assignment = b""
+        self._propagate_assignment(group, error)
+
+    def _propagate_assignment(self, group: Group, error: int) -> None:
+        ok = error == 0
+        for m in group.members.values():
+            result = SyncResult(
+                error, group.protocol_type if ok else None, group.protocol if ok else None, m.assignment
+            )
+            if m.complete_sync(result):
+                self._reschedule_heartbeat(group, m)
+
+    # ---- SyncGroup -------------------------------------------------------------------------
+
+    def sync(
         self,
         *,
         group_id: str,
@@ -284,127 +668,201 @@ class GroupCoordinator:
         member_id: str,
         group_instance_id: str | None,
         assignments: dict[str, bytes],
-    ) -> tuple[int, bytes]:
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+    ) -> asyncio.Future[SyncResult]:
+        future = self._sync_future()
         group = self.groups.get(group_id)
-        if group is None or group.state is GroupState.DEAD:
-            return E.UnknownMemberIdError.errno, b""
-        member = group.members.get(member_id)
-        if member is None:
-            return E.UnknownMemberIdError.errno, b""
-        if member.group_instance_id != group_instance_id and group_instance_id is not None:
-            return E.FencedInstanceIdError.errno, b""
+        if not group_id:
+            future.set_result(SyncResult(E.InvalidGroupIdError.errno))
+            return future
+        if group is None or group.is_in(GroupState.EMPTY):
+            future.set_result(SyncResult(E.UnknownMemberIdError.errno))
+            return future
+        error = self._validate_sync(
+            group, generation, member_id, group_instance_id, protocol_type, protocol_name
+        )
+        if error:
+            if error == E.IllegalGenerationError.errno:
+                log.info(
+                    "group %s: SyncGroup from %s for generation %d (now %d)",
+                    group_id,
+                    member_id,
+                    generation,
+                    group.generation,
+                )
+            future.set_result(SyncResult(error))
+        elif group.is_in(GroupState.PREPARING_REBALANCE):
+            future.set_result(SyncResult(E.RebalanceInProgressError.errno))
+        elif group.is_in(GroupState.COMPLETING_REBALANCE):
+            member = group.members[member_id]
+            member.sync_waiters.append(future)
+            group.pending_sync_members.discard(member_id)
+            if member_id == group.leader:
+                self._complete_sync(group, generation, assignments)
+        else:  # Stable: hand out the current assignment
+            group.pending_sync_members.discard(member_id)
+            member = group.members[member_id]
+            future.set_result(SyncResult(0, group.protocol_type, group.protocol, member.assignment))
+            self._reschedule_heartbeat(group, member)
+        return future
+
+    @staticmethod
+    def _validate_sync(
+        group: Group,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+    ) -> int:
+        if group.is_in(GroupState.DEAD):
+            return int(E.CoordinatorNotAvailableError.errno)
+        error = group.validate_member(member_id, group_instance_id)
+        if error:
+            return error
         if generation != group.generation:
-            log.info(
-                "group %s: SyncGroup from %s for stale generation %d (now %d)",
-                group_id,
-                member_id,
-                generation,
-                group.generation,
-            )
-            return E.IllegalGenerationError.errno, b""
-        if group.state is GroupState.PREPARING_REBALANCE:
-            return E.RebalanceInProgressError.errno, b""
-        if group.state is GroupState.STABLE:
-            return 0, member.assignment
-        # CompletingRebalance: the leader's assignment completes it; followers wait for it.
-        member.last_heartbeat = time.monotonic()
-        if member_id == group.leader:
-            for m in group.members.values():
-                m.assignment = assignments.get(m.member_id, b"")
-            self._persist_group(group)
-            group.state = GroupState.STABLE
-            group.state_timestamp = _now_ms()
-            log.info(
-                "group %s: generation %d stable (assignment from leader %s)", group_id, generation, member_id
-            )
-            for m in group.members.values():
-                if m.sync_waiter is not None and not m.sync_waiter.done():
-                    m.sync_waiter.set_result((0, m.assignment))
-            return 0, member.assignment
-        member.sync_waiter = asyncio.get_running_loop().create_future()
-        return await member.sync_waiter
+            return int(E.IllegalGenerationError.errno)
+        if protocol_type is not None and protocol_type != group.protocol_type:
+            return int(E.InconsistentGroupProtocolError.errno)
+        if protocol_name is not None and protocol_name != group.protocol:
+            return int(E.InconsistentGroupProtocolError.errno)
+        return 0
+
+    def _complete_sync(self, group: Group, generation: int, assignments: dict[str, bytes]) -> None:
+        """The leader's assignment: store it, then answer every member waiting in SyncGroup."""
+        assignment = {m: assignments.get(m, b"") for m in group.members}
+        missing = [m for m in group.members if m not in assignments]
+        if missing:
+            log.warning("group %s: empty assignment for members %s", group.group_id, missing)
+        try:
+            self._store_group(group, assignment)
+        except Exception as exc:
+            log.warning("group %s: could not store the assignment: %s", group.group_id, exc)
+            if group.is_in(GroupState.COMPLETING_REBALANCE) and generation == group.generation:
+                self._reset_and_propagate_assignment_error(group, E.CoordinatorNotAvailableError.errno)
+                self._maybe_prepare_rebalance_or_complete_join(group, "storing the assignment failed")
+            return
+        for m in group.members.values():
+            m.assignment = assignment[m.member_id]
+        self._propagate_assignment(group, 0)
+        group.transition_to(GroupState.STABLE, self.timer.now_ms())
+        log.info(
+            "group %s: generation %d stable with %d members (%d static)",
+            group.group_id,
+            group.generation,
+            len(group.members),
+            len(group.static_members),
+        )
+
+    # ---- Heartbeat, LeaveGroup, sessions ---------------------------------------------------
 
     def heartbeat(self, group_id: str, generation: int, member_id: str, group_instance_id: str | None) -> int:
+        if not group_id:
+            return int(E.InvalidGroupIdError.errno)
         group = self.groups.get(group_id)
-        if group is None or group.state is GroupState.DEAD:
-            return E.UnknownMemberIdError.errno
-        member = group.members.get(member_id)
-        if member is None:
-            return E.UnknownMemberIdError.errno
-        if group_instance_id is not None and member.group_instance_id != group_instance_id:
-            return E.FencedInstanceIdError.errno
+        if group is None:
+            return int(E.UnknownMemberIdError.errno)
+        if group.is_in(GroupState.DEAD):
+            return int(E.CoordinatorNotAvailableError.errno)
+        error = group.validate_member(member_id, group_instance_id)
+        if error:
+            return error
         if generation != group.generation:
-            return E.IllegalGenerationError.errno
-        member.last_heartbeat = time.monotonic()
-        if group.state is GroupState.PREPARING_REBALANCE:
-            return E.RebalanceInProgressError.errno
+            return int(E.IllegalGenerationError.errno)
+        if group.is_in(GroupState.EMPTY):
+            return int(E.UnknownMemberIdError.errno)
+        self._reschedule_heartbeat(group, group.members[member_id])
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            return int(E.RebalanceInProgressError.errno)
         return 0
 
-    def leave(self, group_id: str, member_id: str, group_instance_id: str | None) -> int:
+    def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
+        """LeaveGroup for (member id, group instance id) pairs: the top-level error and one per member.
+
+        A member id of "" with an instance id removes that static member (KIP-345's admin removal).
+        """
+        if not group_id:
+            return int(E.InvalidGroupIdError.errno), []
         group = self.groups.get(group_id)
-        if group is None or group.state is GroupState.DEAD:
-            return E.UnknownMemberIdError.errno
-        member = group.members.get(member_id)
-        if member is None and group_instance_id is not None:
-            member = next(
-                (m for m in group.members.values() if m.group_instance_id == group_instance_id), None
-            )
-        if member is None:
-            return E.UnknownMemberIdError.errno
-        log.info("group %s: member %s left", group_id, member.member_id)
-        self._remove_member(group, member)
-        self._after_member_loss(group, "member left")
-        return 0
+        if group is None:
+            return 0, [int(E.UnknownMemberIdError.errno)] * len(members)
+        if group.is_in(GroupState.DEAD):
+            return int(E.CoordinatorNotAvailableError.errno), []
+        errors: list[int] = []
+        for member_id, instance_id in members:
+            if not member_id:
+                current = group.static_members.get(instance_id) if instance_id is not None else None
+                if current is None:
+                    errors.append(int(E.UnknownMemberIdError.errno))
+                    continue
+                self._remove_current_member(group, current)
+                errors.append(0)
+            elif member_id in group.pending_join_members:
+                group.remove(member_id)
+                self.timer.cancel(_heartbeat_key(group_id, member_id))
+                errors.append(0)
+            else:
+                error = group.validate_member(member_id, instance_id)
+                if not error:
+                    self._remove_current_member(group, member_id)
+                errors.append(error)
+        if any(e == 0 for e in errors):
+            if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+                self._maybe_prepare_rebalance_or_complete_join(group, "members left")
+            elif group.is_in(GroupState.PREPARING_REBALANCE):
+                self._maybe_complete_join_phase(group)
+        return 0, errors
 
-    def _remove_member(self, group: Group, member: Member) -> None:
-        group.members.pop(member.member_id, None)
-        if member.join_waiter is not None and not member.join_waiter.done():
-            member.join_waiter.set_result(
-                JoinResult(E.UnknownMemberIdError.errno, member_id=member.member_id)
-            )
-        if member.sync_waiter is not None and not member.sync_waiter.done():
-            member.sync_waiter.set_result((E.UnknownMemberIdError.errno, b""))
-        if group.leader == member.member_id:
-            group.leader = next(iter(group.members), None)
+    def _remove_current_member(self, group: Group, member_id: str) -> None:
+        log.info("group %s: member %s left", group.group_id, member_id)
+        self.timer.cancel(_heartbeat_key(group.group_id, member_id))
+        group.remove(member_id)
 
-    def _after_member_loss(self, group: Group, reason: str) -> None:
-        if group.state is GroupState.PREPARING_REBALANCE:
-            self._maybe_complete_join(group)
-            if not group.members:
+    def _reschedule_heartbeat(self, group: Group, member: Member, timeout_ms: int | None = None) -> None:
+        group_id, member_id = group.group_id, member.member_id
+        self.timer.schedule(
+            _heartbeat_key(group_id, member_id),
+            member.session_timeout_ms if timeout_ms is None else timeout_ms,
+            lambda: self._expire_heartbeat(group_id, member_id),
+        )
+
+    def _expire_heartbeat(self, group_id: str, member_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return
+        if member_id in group.pending_join_members:
+            log.info("group %s: pending member %s expired", group_id, member_id)
+            group.remove(member_id)
+            if group.is_in(GroupState.PREPARING_REBALANCE) and group.has_all_members_joined():
                 self._complete_join(group)
-        elif group.members:
-            self._prepare_rebalance(group, reason)
-        else:
-            self._prepare_rebalance(group, reason)
+            return
+        member = group.members.get(member_id)
+        if member is None or member.has_satisfied_heartbeat():
+            return
+        log.info("group %s: member %s session expired", group_id, member_id)
+        group.remove(member_id)
+        if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance_or_complete_join(group, f"member {member_id} session expired")
+        elif group.is_in(GroupState.PREPARING_REBALANCE) and group.has_all_members_joined():
             self._complete_join(group)
 
-    async def _expire_sessions(self) -> None:
-        while True:
-            await asyncio.sleep(_EXPIRY_TICK_S)
-            now = time.monotonic()
-            for group in list(self.groups.values()):
-                for pid, deadline in list(group.pending_members.items()):
-                    if deadline < now:
-                        del group.pending_members[pid]
-                expired = [
-                    m
-                    for m in group.members.values()
-                    if not m.awaiting and now - m.last_heartbeat > m.session_timeout_ms / 1000
-                ]
-                for m in expired:
-                    log.info("group %s: member %s session expired", group.group_id, m.member_id)
-                    self._remove_member(group, m)
-                if expired:
-                    self._after_member_loss(group, "session expired")
+    # ---- persistence -----------------------------------------------------------------------
 
-    def _persist_group(self, group: Group) -> None:
+    def _store_group(
+        self, group: Group, assignment: dict[str, bytes] | None = None, *, empty: bool = False
+    ) -> None:
+        """Write the group's GroupMetadataValue (Kafka writes it at every stable point)."""
+        assignment = group.assignment() if assignment is None else assignment
         value = GroupValue(
             protocol_type=group.protocol_type or "",
-            generation=group.generation,
-            protocol=group.protocol,
-            leader=group.leader,
-            current_state_timestamp=group.state_timestamp,
-            members=[
+            generation=0 if empty else group.generation,
+            protocol=None if empty else group.protocol,
+            leader=None if empty else group.leader,
+            current_state_timestamp=group.state_timestamp if group.state_timestamp is not None else -1,
+            members=[]
+            if empty
+            else [
                 MemberRecord(
                     m.member_id,
                     m.group_instance_id,
@@ -413,7 +871,7 @@ class GroupCoordinator:
                     m.rebalance_timeout_ms,
                     m.session_timeout_ms,
                     m.metadata_for(group.protocol),
-                    m.assignment,
+                    assignment.get(m.member_id, b""),
                 )
                 for m in group.members.values()
             ],
@@ -422,80 +880,231 @@ class GroupCoordinator:
 
     # ---- offsets ---------------------------------------------------------------------------
 
-    def check_commit(
-        self, group_id: str, generation: int, member_id: str, group_instance_id: str | None
+    def validate_commit(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        api_version: int = 9,
     ) -> int:
-        """Kafka's doCommitOffsets checks: who may commit for the group right now."""
+        """Who may commit for the group right now (Kafka's validateOffsetCommit); 0 if allowed.
+
+        Generation -1 from nobody commits for an Empty or unknown group (admin tools, standalone
+        consumers); otherwise the member and generation must be current, and a commit during
+        CompletingRebalance gets REBALANCE_IN_PROGRESS. A member's commit keeps its session alive.
+        """
         group = self.groups.get(group_id)
-        if group is None or group.state is GroupState.DEAD:
-            return 0 if generation < 0 else E.IllegalGenerationError.errno
-        if generation < 0 and not group.members:
+        if group is None:
+            if generation < 0:
+                log.info("group %s: created by a standalone offset commit", group_id)
+                self.groups[group_id] = Group(group_id, state_timestamp=self.timer.now_ms())
+                return 0
+            return int(E.GroupIdNotFoundError.errno if api_version >= 9 else E.IllegalGenerationError.errno)
+        if group.is_in(GroupState.DEAD):
+            return int(E.CoordinatorNotAvailableError.errno)
+        if generation < 0 and group.is_in(GroupState.EMPTY):
             return 0
-        member = group.members.get(member_id)
-        if member is None:
-            return E.UnknownMemberIdError.errno
-        if group_instance_id is not None and member.group_instance_id != group_instance_id:
-            return E.FencedInstanceIdError.errno
-        if generation != group.generation:
-            return E.IllegalGenerationError.errno
-        if group.state is GroupState.COMPLETING_REBALANCE:
-            return E.RebalanceInProgressError.errno
-        member.last_heartbeat = time.monotonic()
+        if generation >= 0 or member_id or group_instance_id is not None:
+            error = group.validate_member(member_id, group_instance_id)
+            if error:
+                return error
+            if generation != group.generation:
+                return int(E.IllegalGenerationError.errno)
+        elif not group.is_in(GroupState.EMPTY):
+            return int(E.UnknownMemberIdError.errno)
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            return int(E.RebalanceInProgressError.errno)
+        if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+            self._reschedule_heartbeat(group, group.members[member_id])
         return 0
 
     def commit(self, group_id: str, commits: dict[tuple[str, int], CommittedOffset]) -> None:
         """Write the commits to `__consumer_offsets`, then make them visible."""
-        records = [
-            (
-                OffsetKey(group_id, t, p).encode(),
-                OffsetValue(c.offset, c.leader_epoch, c.metadata, c.commit_timestamp).encode(),
-            )
-            for (t, p), c in commits.items()
-        ]
-        self.store.append(group_id, records)
-        self.offsets.setdefault(group_id, {}).update(commits)
-        self.groups.setdefault(group_id, Group(group_id))
+        self.store.append(group_id, [commit_record(group_id, tp, c) for tp, c in commits.items()])
+        self.offsets.commit(group_id, commits)
+        self.groups.setdefault(group_id, Group(group_id, state_timestamp=self.timer.now_ms()))
 
     def fetch(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
-        return self.offsets.get(group_id, {})
+        return self.offsets.fetch(group_id)
 
-    def list_groups(self) -> list[Group]:
-        return [g for g in self.groups.values() if g.state is not GroupState.DEAD]
+    # ---- transactional offsets (KIP-98, KIP-447) -------------------------------------------
 
-    def delete_group(self, group_id: str) -> int:
-        """DeleteGroups: tombstones for the group and every offset; only an empty group."""
-        group = self.groups.get(group_id)
-        if group is None or group.state is GroupState.DEAD:
-            return E.GroupIdNotFoundError.errno
-        if group.members:
-            return E.NonEmptyGroupError.errno
-        tombstones: list[tuple[bytes, bytes | None]] = [
-            (OffsetKey(group_id, t, p).encode(), None) for (t, p) in self.offsets.get(group_id, {})
-        ]
-        tombstones.append((GroupKey(group_id).encode(), None))
-        self.store.append(group_id, tombstones)
-        self.offsets.pop(group_id, None)
-        group.state = GroupState.DEAD
-        del self.groups[group_id]
-        return 0
-
-    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """OffsetDelete: per-partition errors; refused for topics the live group subscribes to."""
+    def validate_txn_commit(
+        self, group_id: str, generation: int, member_id: str, group_instance_id: str | None
+    ) -> int:
+        """Kafka's validateOffsetCommit for TxnOffsetCommit: a member's generation is checked when given
+        (KIP-447); without one (generation -1, older producers) any group accepts it."""
         group = self.groups.get(group_id)
         if group is None:
-            return {tp: E.GroupIdNotFoundError.errno for tp in partitions}
-        subscribed = group.subscribed_topics() if group.members else set()
+            if generation < 0:
+                self.groups[group_id] = Group(group_id, state_timestamp=self.timer.now_ms())
+                return 0
+            return int(E.IllegalGenerationError.errno)
+        if group.is_in(GroupState.DEAD):
+            return int(E.CoordinatorNotAvailableError.errno)
+        if generation < 0 and group.is_in(GroupState.EMPTY):
+            return 0
+        if generation >= 0 or member_id or group_instance_id is not None:
+            error = group.validate_member(member_id, group_instance_id)
+            if error:
+                return error
+            if generation != group.generation:
+                return int(E.IllegalGenerationError.errno)
+        return 0
+
+    def txn_commit(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commits: dict[tuple[str, int], CommittedOffset],
+    ) -> None:
+        """Write the offsets as part of the producer's transaction; they stay pending until its marker."""
+        records = [commit_record(group_id, tp, c) for tp, c in commits.items()]
+        self.store.append_transactional(group_id, producer_id, producer_epoch, records, self.timer.now_ms())
+        self.pending_txn.setdefault(producer_id, {}).setdefault(group_id, {}).update(commits)
+        self.groups.setdefault(group_id, Group(group_id, state_timestamp=self.timer.now_ms()))
+
+    def complete_txn_offsets(self, producer_id: int, partition: int, *, commit: bool) -> None:
+        """The transaction coordinator wrote the producer's marker to `__consumer_offsets` partition
+        ``partition``: the pending offsets of the groups there become committed, or are dropped."""
+        by_group = self.pending_txn.get(producer_id, {})
+        for group_id in [g for g in by_group if self.store.partition_for(g) == partition]:
+            offsets = by_group.pop(group_id)
+            if commit:
+                self.offsets.commit(group_id, offsets)
+                self.groups.setdefault(group_id, Group(group_id, state_timestamp=self.timer.now_ms()))
+        if not by_group:
+            self.pending_txn.pop(producer_id, None)
+
+    def has_pending_txn_offset(self, group_id: str, tp: tuple[str, int] | None = None) -> bool:
+        """Whether an open transaction holds an offset of the group (of ``tp``): OffsetFetch with
+        require_stable answers UNSTABLE_OFFSET_COMMIT then (KIP-447)."""
+        return any(
+            group_id in by_group and (tp is None or tp in by_group[group_id])
+            for by_group in self.pending_txn.values()
+        )
+
+    def list_groups(self) -> list[Group]:
+        return [g for g in self.groups.values() if not g.is_in(GroupState.DEAD)]
+
+    def delete_group(self, group_id: str) -> int:
+        """DeleteGroups: only an Empty group; tombstones for its offsets and its metadata."""
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return int(E.GroupIdNotFoundError.errno)
+        if not group.is_in(GroupState.EMPTY):
+            return int(E.NonEmptyGroupError.errno)
+        records = self.offsets.remove_all(group_id)
+        self._delete(group, records)
+        return 0
+
+    def _delete(self, group: Group, records: list[Record]) -> None:
+        records.append((GroupKey(group.group_id).encode(), None))
+        self.store.append(group.group_id, records)
+        group.transition_to(GroupState.DEAD, self.timer.now_ms())
+        for member_id in list(group.pending_join_members):
+            self.timer.cancel(_heartbeat_key(group.group_id, member_id))
+        del self.groups[group.group_id]
+
+    def delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]]
+    ) -> tuple[int, dict[tuple[str, int], int]]:
+        """OffsetDelete (KIP-496): (group error, per-partition errors); topics the group consumes stay."""
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return int(E.GroupIdNotFoundError.errno), {}
+        if not group.is_in(GroupState.EMPTY) and not group.uses_consumer_protocol():
+            return int(E.NonEmptyGroupError.errno), {}
         result: dict[tuple[str, int], int] = {}
-        removed: list[tuple[str, int]] = []
+        removable: list[tuple[str, int]] = []
         for tp in partitions:
-            if subscribed is None or tp[0] in subscribed:
-                result[tp] = E.GroupSubscribedToTopicError.errno
+            if group.is_subscribed_to_topic(tp[0]):
+                result[tp] = int(E.GroupSubscribedToTopicError.errno)
             else:
                 result[tp] = 0
-                if tp in self.offsets.get(group_id, {}):
-                    removed.append(tp)
-        if removed:
-            self.store.append(group_id, [(OffsetKey(group_id, t, p).encode(), None) for t, p in removed])
-            for tp in removed:
-                self.offsets[group_id].pop(tp, None)
-        return result
+                removable.append(tp)
+        records = self.offsets.remove(group_id, removable)
+        if records:
+            self.store.append(group_id, records)
+        return 0, result
+
+    def cleanup_group_metadata(self) -> None:
+        """KIP-211: expire offsets past `offsets.retention.minutes`; delete Empty groups left with none.
+
+        Runs every `offsets.retention.check.interval.ms`. A group's expired offsets and, when nothing is
+        left and it is Empty, its metadata get tombstones in `__consumer_offsets`.
+        """
+        try:
+            now = self.timer.now_ms()
+            expired_offsets = deleted_groups = 0
+            for group in list(self.groups.values()):
+                # An offset with a transactional commit pending does not expire, nor does its group go.
+                pending = {
+                    tp for by_group in self.pending_txn.values() for tp in by_group.get(group.group_id, {})
+                }
+                records, all_expired = self.offsets.expire(
+                    group, now, self.config.offsets_retention_ms, keep=pending
+                )
+                expired_offsets += len(records)
+                if all_expired and not pending and group.is_in(GroupState.EMPTY):
+                    self._delete(group, records)
+                    deleted_groups += 1
+                elif records:
+                    self.store.append(group.group_id, records)
+            if expired_offsets or deleted_groups:
+                log.info(
+                    "offsets retention: expired %d offsets, deleted %d empty groups",
+                    expired_offsets,
+                    deleted_groups,
+                )
+        finally:
+            self.timer.schedule(
+                _RETENTION_KEY, self.config.offsets_retention_check_interval_ms, self.cleanup_group_metadata
+            )
+
+
+@dataclass(frozen=True)
+class _JoinRequest:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    require_known_member_id: bool
+    supports_skip_assignment: bool
+    reason: str
+
+
+def _group_from_record(group_id: str, gv: GroupValue) -> Group:
+    """A group as its last GroupMetadataValue left it: Stable with its members, or Empty."""
+    group = Group(
+        group_id,
+        GroupState.STABLE if gv.members else GroupState.EMPTY,
+        generation=gv.generation,
+        protocol_type=gv.protocol_type or None,
+        protocol=gv.protocol,
+        state_timestamp=None if gv.current_state_timestamp < 0 else gv.current_state_timestamp,
+    )
+    for m in gv.members:
+        group.add(
+            Member(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout if m.rebalance_timeout >= 0 else m.session_timeout,
+                m.session_timeout,
+                gv.protocol_type,
+                [(gv.protocol or "", m.subscription)],
+                m.assignment,
+            )
+        )
+    if gv.leader in group.members:
+        group.leader = gv.leader
+    group.subscribed_topics = group.compute_subscribed_topics()
+    return group

@@ -24,13 +24,15 @@ _I64 = struct.Struct(">q")
 def partition_for(group_id: str, partitions: int) -> int:
     """Kafka's `Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions`.
 
-    Java's String.hashCode runs over UTF-16 code units; `Utils.abs` masks the sign bit.
+    Java's String.hashCode runs over UTF-16 code units as a signed 32-bit int; Kafka's `Utils.abs` is
+    `Math.abs`, except that Integer.MIN_VALUE (whose Math.abs is itself) maps to 0.
     """
     h = 0
     data = group_id.encode("utf-16-be")
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return (h & 0x7FFFFFFF) % partitions
+    signed = h - (1 << 32) if h & 0x80000000 else h
+    return (0 if signed == -(1 << 31) else abs(signed)) % partitions
 
 
 class _Writer:

@@ -16,7 +16,12 @@ One cleaning of a log with dirty range ``[first_dirty, first_uncleanable)``:
    and a later cleaning after the horizon drops it. The last batch of a group is kept, empty if need be,
    so the cleaned segment still ends where the group ended (the offset range a swap replaces); so is
    each idempotent producer's newest batch, so its sequence survives (Kafka's RETAIN_EMPTY).
-4. The cleaned segment is swapped in (LocalLog.replace_segments: .cleaned -> .swap -> final name).
+4. The cleaned segment is swapped in (LocalLog.replace_segments: .cleaned -> .swap -> final name),
+   with the aborted transactions of the segments it replaces in its .txnindex.
+
+Transactions (KIP-98): control batches (markers) are kept and never mapped; the records of aborted
+transactions are neither mapped nor kept (each producer's newest batch stays, empty), so a committed value
+is never superseded by an aborted one. The dirty range ends at the last stable offset.
 
 Batches whose records all survive and need no horizon are copied as raw bytes; only the others are
 re-encoded (same base offset, codec, producer fields and timestamps). Keys are kept as bytes in a dict,
@@ -129,6 +134,7 @@ class Cleaner:
         offset_map.start = start
         null_is_tombstone = lg.config.tombstone_null_value_enable
         segs = [s for s in lg.segments() if s.base_offset < end and s.next_offset > start]
+        aborted = _AbortedBatches(lg, start, end)
         for i, seg in enumerate(segs):
             _, pos = seg.offset_index.lookup(start)
             full = False
@@ -136,6 +142,9 @@ class Cleaner:
                 if header.base_offset >= end:
                     break
                 if header.last_offset < start:
+                    continue
+                if header.is_control or aborted.contains(header):
+                    offset_map.latest_offset = max(offset_map.latest_offset, min(header.last_offset, end - 1))
                     continue
                 starts: list[int] = []
                 offsets, keys, tombs = scan_keys(raw, header, null_is_tombstone, starts)
@@ -197,21 +206,28 @@ class Cleaner:
         null_is_tombstone = config.tombstone_null_value_enable
         horizon_new = now + config.delete_retention_ms
         base = group[0].base_offset
-        files.segment_file(lg.directory, base, files.LOG_SUFFIX, files.CLEANED).unlink(missing_ok=True)
+        for suffix in (files.LOG_SUFFIX, files.TXN_INDEX_SUFFIX):
+            files.segment_file(lg.directory, base, suffix, files.CLEANED).unlink(missing_ok=True)
         cleaned = lg.local.new_segment(base, temp=files.CLEANED)
         min_horizon: int | None = None
         last_source_batch = _last_batch(group)
         producer_last = lg.producer_last_offsets()
+        aborted = _AbortedBatches(lg, base, group[-1].next_offset)
         try:
             for seg in group:
                 stats.bytes_read += seg.size
+                for txn in seg.txn_index.entries:
+                    cleaned.txn_index.append(txn)
                 for _pos, header, raw in seg.iter_batches():
                     is_last = (last_source_batch is not None and header.base_offset == last_source_batch) or (
                         header.producer_id >= 0 and header.last_offset in producer_last
                     )
-                    out, horizon = self._filter_batch(
-                        header, raw, offset_map, now, horizon_new, null_is_tombstone, is_last, stats
-                    )
+                    if aborted.contains(header):
+                        out, horizon = _emptied(header, raw, is_last, stats)
+                    else:
+                        out, horizon = self._filter_batch(
+                            header, raw, offset_map, now, horizon_new, null_is_tombstone, is_last, stats
+                        )
                     if out is None:
                         continue
                     if horizon is not None:
@@ -318,8 +334,48 @@ class Cleaner:
             base_sequence=header.base_sequence,
             partition_leader_epoch=header.partition_leader_epoch,
             delete_horizon=new_horizon is not None,
+            is_transactional=header.is_transactional,
         )
         return out, (new_horizon if has_tombstone else None)
+
+
+class _AbortedBatches:
+    """Which transactional batches of [start, end) belong to an aborted transaction (from the .txnindex)."""
+
+    def __init__(self, lg: Log, start: int, end: int) -> None:
+        self._by_producer: dict[int, list[tuple[int, int]]] = {}
+        for txn in lg.collect_aborted_transactions(start, end):
+            self._by_producer.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+
+    def contains(self, header: BatchHeader) -> bool:
+        if not header.is_transactional or header.is_control or not self._by_producer:
+            return False
+        ranges = self._by_producer.get(header.producer_id, ())
+        return any(first <= header.base_offset <= last for first, last in ranges)
+
+
+def _emptied(
+    header: BatchHeader, raw: bytes, keep_empty: bool, stats: CleanerStats
+) -> tuple[bytes | None, None]:
+    """An aborted transaction's batch: dropped, or kept without records when it must stay (the group's
+    last batch, or its producer's newest, whose sequence must survive)."""
+    stats.records_read += header.count
+    if not keep_empty:
+        return None, None
+    out = encode_batch(
+        [],
+        base_offset=header.base_offset,
+        base_timestamp=header.base_timestamp,
+        max_timestamp=header.max_timestamp,
+        last_offset_delta=header.last_offset_delta,
+        timestamp_type=header.timestamp_type,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        partition_leader_epoch=header.partition_leader_epoch,
+        is_transactional=True,
+    )
+    return out, None
 
 
 def _header_of(batch: bytes) -> BatchHeader:

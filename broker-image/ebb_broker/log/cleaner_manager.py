@@ -72,7 +72,8 @@ class CleanerReport:
 
 
 def cleanable_offsets(lg: Log, checkpoint: int | None, now: int) -> CleanableOffsets:
-    """Kafka's LogCleanerManager.cleanableOffsets, on a single node (LSO = HW = LEO)."""
+    """Kafka's LogCleanerManager.cleanableOffsets, on a single node (HW = LEO): never past the last
+    stable offset, so records of a transaction still open are not judged before its marker."""
     start, end = lg.log_start_offset, lg.log_end_offset
     reset = checkpoint is None or checkpoint < start or checkpoint > end
     first_dirty = start if reset else checkpoint
@@ -81,7 +82,7 @@ def cleanable_offsets(lg: Log, checkpoint: int | None, now: int) -> CleanableOff
     active = segs[-1]
     config = lg.config
     dirty_non_active = [s for s in segs[:-1] if s.next_offset > first_dirty or s.base_offset >= first_dirty]
-    candidates = [lg.high_watermark, active.base_offset]
+    candidates = [lg.last_stable_offset, active.base_offset]
     if config.min_compaction_lag_ms > 0:
         for s in dirty_non_active:
             if s.largest_timestamp > now - config.min_compaction_lag_ms:

@@ -5,21 +5,47 @@ It imports nothing, so every other module of the engine (and the broker's own co
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 class LogError(Exception):
     """Base class of every error the engine raises on purpose."""
 
 
 class CorruptRecordError(LogError):
-    """Bad magic, CRC or framing in a produced batch (CORRUPT_MESSAGE)."""
+    """Bad magic, CRC, framing or compressed data in a produced batch (CORRUPT_MESSAGE)."""
 
 
 class InvalidRecordError(LogError):
-    """A well-formed batch the topic refuses, e.g. a keyless record on a compacted topic (INVALID_RECORD)."""
+    """A batch or record the validator refuses: a count that does not match its records, a malformed
+    record, a keyless record on a compacted topic (INVALID_RECORD)."""
+
+
+class InvalidTimestampError(LogError):
+    """A record timestamp outside message.timestamp.{before,after}.max.ms of now (INVALID_TIMESTAMP)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordError:
+    """One refused record (KIP-467): its position in the batch and why."""
+
+    batch_index: int
+    message: str
+
+
+class RecordValidationError(LogError):
+    """Records of a batch refused one by one (Kafka's RecordValidationException, KIP-467): the batch fails
+    with the code of ``cause`` (INVALID_RECORD or INVALID_TIMESTAMP) and names each culprit record."""
+
+    def __init__(self, cause: InvalidRecordError | InvalidTimestampError, record_errors: list[RecordError]):
+        super().__init__(str(cause))
+        self.cause = cause
+        self.record_errors = record_errors
 
 
 class RecordTooLargeError(LogError):
-    """A batch larger than max.message.bytes or segment.bytes (MESSAGE_TOO_LARGE)."""
+    """A batch larger than max.message.bytes or segment.bytes, or whose records decompress to more than
+    max.message.bytes (MESSAGE_TOO_LARGE)."""
 
 
 class OffsetOutOfRangeError(LogError):
@@ -54,10 +80,6 @@ class InvalidConfigError(LogError, ValueError):
     """An unknown config key or a bad value (INVALID_CONFIG); the message names the key."""
 
 
-class UnsupportedFeatureError(LogError):
-    """A request for a feature this engine does not implement (transactions): refused, never faked."""
-
-
 class CorruptIndexError(LogError):
     """An index file that fails its sanity check; recovery rebuilds it from the .log."""
 
@@ -68,3 +90,7 @@ class CorruptCheckpointError(LogError):
 
 class InvalidPartitionsError(LogError):
     """create_partitions with a count that does not grow the topic (INVALID_PARTITIONS)."""
+
+
+class PartitionLimitError(LogError):
+    """Creating partitions past max.partitions or the descriptor limit (POLICY_VIOLATION); nothing written."""

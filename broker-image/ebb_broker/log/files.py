@@ -69,6 +69,17 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
     return topic, int(part)
 
 
+# The longest file name Linux file systems take (NAME_MAX, bytes; topic names are ASCII).
+MAX_FILE_NAME = 255
+
+
+def delete_dir_name(topic: str, partition: int, unique: str) -> str:
+    """Kafka's LocalLog.logDeleteDirName: ``<topic>-<p>.<unique>-delete`` with the topic cut so the name
+    fits in 255 bytes (a 249-character topic name would otherwise fail with ENAMETOOLONG)."""
+    suffix = f"-{partition}.{unique}{DELETE_DIR_SUFFIX}"
+    return f"{topic[: max(MAX_FILE_NAME - len(suffix), 0)]}{suffix}"
+
+
 def check_topic_name(name: str) -> None:
     """Kafka's Topic.validate: 1-249 chars of [a-zA-Z0-9._-], not '.' or '..'."""
     if name in (".", "..") or not _LEGAL_TOPIC.match(name):

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from ebb_broker.log.errors import CorruptIndexError
+from ebb_broker.log.file_handles import LazyFile
 
 
 class IndexFile:
@@ -21,26 +22,36 @@ class IndexFile:
     entry_size = 0
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
-        self.path = path
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_size // self.entry_size)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        # Opened on demand through the process's bounded descriptor cache (file_handles): the entries
+        # live in memory, so the file is touched only to append, truncate and flush.
+        self._file = LazyFile(path)
+        with self._file:
+            pass  # creates the file now, as Kafka does when a segment is created
         self._entries = 0
 
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
     def _read_all(self) -> bytes:
-        size = os.fstat(self._fd).st_size
-        if size % self.entry_size:
-            raise CorruptIndexError(f"{self.path}: size {size} is not a multiple of {self.entry_size}")
-        data = os.pread(self._fd, size, 0)
+        with self._file as fd:
+            size = os.fstat(fd).st_size
+            if size % self.entry_size:
+                raise CorruptIndexError(f"{self.path}: size {size} is not a multiple of {self.entry_size}")
+            data = os.pread(fd, size, 0)
         self._entries = size // self.entry_size
         return data
 
     def _write_entry(self, raw: bytes) -> None:
-        os.pwrite(self._fd, raw, self._entries * self.entry_size)
+        with self._file as fd:
+            os.pwrite(fd, raw, self._entries * self.entry_size)
         self._entries += 1
 
     def _truncate_entries(self, n: int) -> None:
-        os.ftruncate(self._fd, n * self.entry_size)
+        with self._file as fd:
+            os.ftruncate(fd, n * self.entry_size)
         self._entries = n
 
     @property
@@ -58,17 +69,14 @@ class IndexFile:
         self._truncate_entries(0)
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        with self._file as fd:
+            os.fsync(fd)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._file.close()
 
     def rename_to(self, path: Path) -> None:
-        if self.path.exists():
-            self.path.replace(path)
-        self.path = path
+        self._file.rename(path)
 
     def delete(self) -> None:
         self.close()

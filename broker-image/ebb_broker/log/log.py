@@ -1,15 +1,22 @@
 """The public log of one partition (Kafka's UnifiedLog): offsets, high watermark, log start offset, producers.
 
-Produce path: a request's batches stay opaque bytes. Each one gets its header, magic and CRC-32C checked,
-the idempotent-producer sequence checked, and its base offset stamped (outside the CRC, so the record
-bytes are never copied) before one ``pwritev`` puts the request on disk. Records are decoded only on
-compacted topics (a record without key is refused, as Kafka's LogValidator does).
+Produce path: the one batch a request carries for the partition is validated record by record
+(``validator.py``, Kafka's LogValidator: framing, CRC-32C, count against the records decoded, record
+structure, keys on compacted topics, timestamps, bounded decompression, the topic's compression.type),
+the idempotent-producer sequence is checked, and its base offset is stamped (outside the CRC, so the
+record bytes are not copied) before one ``pwritev`` puts it on disk.
 
 Durability and acknowledgement: on a single node the high watermark equals the log end offset after every
 append, so acks=all is satisfied once the write returns. The write has reached the OS page cache, which
 survives a kill -9 of the process; fsync (``flush.messages`` / ``log.flush.interval.messages``, roll,
 checkpoint and close) only matters for power loss, exactly as in Kafka, which also leaves durability to
 replication rather than fsync.
+
+Transactions (KIP-98): transactional batches open a transaction of their producer; the transaction
+coordinator's COMMIT/ABORT marker (``append_marker``: a control batch, which the validator admits only
+from ``AppendOrigin.COORDINATOR``) ends it. The last stable offset is the first offset of the oldest open
+transaction (or the high watermark); an aborted transaction is recorded in the .txnindex of the segment
+holding its marker, so a read_committed fetch gets the aborted ranges it overlaps.
 
 Who moves the log start offset (``LogStartOffsetIncrementReason``): DeleteRecords (KIP-107, never
 backwards, never past the high watermark) and retention (to the first surviving segment's base).
@@ -31,25 +38,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ebb_broker.log import files
-from ebb_broker.log.errors import (
-    CorruptRecordError,
-    InvalidRecordError,
-    OffsetOutOfRangeError,
-    PolicyViolationError,
-    RecordTooLargeError,
-    UnsupportedFeatureError,
-)
+from ebb_broker.log.errors import OffsetOutOfRangeError, PolicyViolationError
 from ebb_broker.log.local_log import LocalLog, ScheduleDelete, delete_now
 from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.log_loader import load_log
-from ebb_broker.log.producer_state import ProducerEntry, ProducerStateManager
+from ebb_broker.log.producer_state import CompletedTxn, ProducerEntry, ProducerStateManager
 from ebb_broker.log.records import (
-    HEADER_SIZE,
-    LOG_OVERHEAD,
-    BatchHeader,
-    decode_records,
-    set_log_append_time,
-    validate_batch,
+    ABORT,
+    COMMIT,
+    CONTROL_KEY,
+    END_TXN_MARKER,
+    Record,
+    encode_batch,
+    read_end_txn_marker,
 )
 from ebb_broker.log.retention import (
     CommittedOffsets,
@@ -62,6 +63,8 @@ from ebb_broker.log.retention import (
     time_breach,
 )
 from ebb_broker.log.segment import BatchInfo, Segment
+from ebb_broker.log.transaction_index import AbortedTxn
+from ebb_broker.log.validator import AppendOrigin, ValidatedBatch, validate_records
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +143,7 @@ class Log:
         self._producers = producers
         self._lock = threading.RLock()
         self._unflushed_messages = 0
+        self._last_flush_ms = local.clock()
         # Called (outside the lock) after DeleteRecords moved the log start offset; the LogManager writes
         # log-start-offset-checkpoint then, so a deletion it acknowledged survives a crash.
         self.on_log_start_offset_change: Callable[[Log], None] | None = None
@@ -238,120 +242,100 @@ class Log:
 
     # -- append -------------------------------------------------------------------------------------------
 
-    def append(self, records: bytes | memoryview, *, now_ms: int | None = None) -> AppendInfo:
-        """Validate, stamp and append one or more v2 batches as received from a producer.
+    def append(
+        self,
+        records: bytes | memoryview,
+        *,
+        now_ms: int | None = None,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+    ) -> AppendInfo:
+        """Validate, stamp and append the one v2 batch a producer sent for this partition (or, with
+        ``origin=COORDINATOR``, one the broker's coordinators built: transactional offset commits carry
+        the producer's id and epoch but no sequence, markers are control batches, as Kafka's
+        AppendOrigin.COORDINATOR).
 
-        Raises CorruptRecordError, RecordTooLargeError, InvalidRecordError, UnsupportedFeatureError
-        (transactions) and the idempotence errors; nothing is written unless every batch passes.
+        ``validator.validate_records`` checks the batch record by record (raising CorruptRecordError,
+        InvalidRecordError, RecordValidationError or RecordTooLargeError);
+        the idempotent-producer and transaction checks follow. Nothing is written unless everything passes.
         """
-        view = memoryview(records).cast("B") if not isinstance(records, bytes) else memoryview(records)
-        end = len(view)
-        if end == 0:
-            raise CorruptRecordError("produce request without record batches")
+        return self._append(records, now_ms, origin)[0]
+
+    def _append(
+        self, records: bytes | memoryview, now_ms: int | None, origin: AppendOrigin
+    ) -> tuple[AppendInfo, CompletedTxn | None]:
         config = self.config
-        headers: list[tuple[int, BatchHeader]] = []
-        pos = 0
-        while pos < end:
-            if end - pos < LOG_OVERHEAD:
-                raise CorruptRecordError(f"{end - pos} stray bytes after the last batch")
-            header = validate_batch(view, pos, end)
-            if header.size > config.max_message_bytes:
-                raise RecordTooLargeError(
-                    f"batch of {header.size} bytes exceeds max.message.bytes={config.max_message_bytes}"
-                )
-            if header.size > config.segment_bytes:
-                raise RecordTooLargeError(
-                    f"batch of {header.size} bytes exceeds segment.bytes={config.segment_bytes}"
-                )
-            if header.is_transactional or header.is_control:
-                raise UnsupportedFeatureError(
-                    "transactional and control batches are not supported by ebb-broker"
-                )
-            if header.count != header.last_offset_delta + 1:
-                raise CorruptRecordError(
-                    f"batch count {header.count} does not match lastOffsetDelta {header.last_offset_delta}"
-                )
-            if config.compact:
-                for record in decode_records(view[pos : pos + header.size], header):
-                    if record.key is None:
-                        raise InvalidRecordError(
-                            f"compacted topic {self.topic} refuses a record without key (offset delta "
-                            f"{record.offset - header.base_offset})"
-                        )
-            headers.append((pos, header))
-            pos += header.size
+        now = now_ms if now_ms is not None else self._local.clock()
+        batch = validate_records(
+            records, config, now_ms=now, topic_partition=f"{self.topic}-{self.partition}", origin=origin
+        )
+        header = batch.header
         append_time = config.message_timestamp_type == "LogAppendTime"
         with self._lock:
-            now = now_ms if now_ms is not None else self._local.clock()
+            if header.is_control:
+                return self._append_marker_locked(batch, now, append_time)
             pending: dict[int, ProducerEntry] = {}
-            for i, (_pos, header) in enumerate(headers):
-                dup = self._producers.check(header, pending)
-                if dup is not None:
-                    if i == 0 and len(headers) == 1:
-                        return AppendInfo(
-                            dup.first_offset,
-                            dup.last_offset,
-                            dup.timestamp if append_time else -1,
-                            self._log_start_offset,
-                        )
-                    raise CorruptRecordError("a duplicate idempotent batch inside a multi-batch request")
-                self._producers.stage(header, pending, now)
-            offset = self._local.next_offset
-            buffers: list[bytes | memoryview] = []
-            infos: list[BatchInfo] = []
-            first = offset
-            max_ts = -1
-            total = record_count = 0
-            for pos, header in headers:
-                base = offset
-                if append_time:
-                    head = bytearray(view[pos : pos + HEADER_SIZE])
-                    _PREFIX.pack_into(head, 0, base, header.length, LEADER_EPOCH)
-                    set_log_append_time(head, view[pos + HEADER_SIZE : pos + header.size], now)
-                    buffers += (bytes(head), view[pos + HEADER_SIZE : pos + header.size])
-                    batch_max_ts = now
-                else:
-                    buffers += (
-                        _PREFIX.pack(base, header.length, LEADER_EPOCH),
-                        view[pos + 16 : pos + header.size],
-                    )
-                    batch_max_ts = header.max_timestamp
-                offset = base + header.last_offset_delta + 1
-                infos.append(BatchInfo(header.size, offset - 1, batch_max_ts))
-                if batch_max_ts > max_ts:
-                    max_ts = batch_max_ts
-                total += header.size
-                record_count += header.count
-            if pending:
-                # producer state was staged from the client's headers; give it the stamped offsets
-                self._restamp_pending(pending, headers, first)
-            self._maybe_roll(total, max_ts, offset - 1, now)
-            self._local.append(buffers, infos)
+            dup = self._producers.check(header, pending)
+            if dup is not None:
+                info = AppendInfo(
+                    dup.first_offset,
+                    dup.last_offset,
+                    dup.timestamp if append_time else -1,
+                    self._log_start_offset,
+                )
+                return info, None
+            base = self._local.next_offset
+            stamped = header._replace(base_offset=base)
+            self._producers.stage(stamped, pending, now)
+            if header.is_transactional:
+                self._producers.begin_txn(pending, header.producer_id, header.producer_epoch, base)
+            last = stamped.last_offset
+            self._write(batch, base, now)
             if pending:
                 self._producers.commit(pending)
-            self._unflushed_messages += record_count
-            if self._unflushed_messages >= config.flush_messages:
-                self._local.flush()
-                self._unflushed_messages = 0
-            return AppendInfo(first, offset - 1, now if append_time else -1, self._log_start_offset)
+            return AppendInfo(base, last, now if append_time else -1, self._log_start_offset), None
 
-    def _restamp_pending(
-        self, pending: dict[int, ProducerEntry], headers: list[tuple[int, BatchHeader]], first: int
-    ) -> None:
-        by_seq: dict[tuple[int, int], tuple[int, int]] = {}
-        offset = first
-        for _pos, h in headers:
-            by_seq[(h.producer_id, h.base_sequence)] = (offset, offset + h.last_offset_delta)
-            offset += h.last_offset_delta + 1
-        for pid, entry in pending.items():
-            fixed = []
-            for b in entry.batches:
-                if (pid, b.first_seq) in by_seq:
-                    lo, hi = by_seq[(pid, b.first_seq)]
-                    b = type(b)(b.first_seq, b.last_seq, lo, hi, b.timestamp)
-                fixed.append(b)
-            entry.batches.clear()
-            entry.batches.extend(fixed)
+    def _write(self, batch: ValidatedBatch, base: int, now: int) -> None:
+        """Roll if due, stamp ``base`` into the batch's 16-byte prefix and write it; flush.messages."""
+        header = batch.header
+        last = base + header.last_offset_delta
+        self._maybe_roll(batch.size, header.max_timestamp, last, now)
+        self._local.append(
+            [_PREFIX.pack(base, header.length, LEADER_EPOCH), batch.tail],
+            [BatchInfo(batch.size, last, header.max_timestamp)],
+        )
+        self._unflushed_messages += header.count
+        if self._unflushed_messages >= self.config.flush_messages:
+            self._flush_locked(now)
+
+    def _append_marker_locked(
+        self, batch: ValidatedBatch, now: int, append_time: bool
+    ) -> tuple[AppendInfo, CompletedTxn | None]:
+        """A COMMIT or ABORT control batch (Kafka's ProducerAppendInfo.appendEndTxnMarker): it completes
+        its producer's transaction here; an aborted one goes into the active segment's .txnindex."""
+        header = batch.header
+        marker = read_end_txn_marker(_PREFIX.pack(0, header.length, LEADER_EPOCH) + bytes(batch.tail), header)
+        self._producers.check_marker(header.producer_id, header.producer_epoch)
+        base = self._local.next_offset
+        self._write(batch, base, now)
+        info = AppendInfo(base, base, now if append_time else -1, self._log_start_offset)
+        if marker is None or header.producer_id < 0:
+            return info, None
+        control_type, coordinator_epoch = marker
+        completed = self._producers.complete_txn(
+            header.producer_id,
+            header.producer_epoch,
+            base,
+            commit=control_type == COMMIT,
+            coordinator_epoch=coordinator_epoch,
+            timestamp=now,
+        )
+        if completed.aborted:
+            unstable = self._producers.first_unstable_offset()
+            lso = base + 1 if unstable is None else min(unstable, base + 1)
+            self._local.active.txn_index.append(
+                AbortedTxn(header.producer_id, completed.first_offset, completed.last_offset, lso)
+            )
+        return info, completed
 
     def _maybe_roll(self, incoming: int, max_ts: int, last_offset: int, now: int) -> None:
         config = self.config
@@ -371,14 +355,109 @@ class Log:
 
     def flush(self) -> None:
         with self._lock:
-            self._local.flush()
-            self._unflushed_messages = 0
+            self._flush_locked(self._local.clock())
+
+    def _flush_locked(self, now: int) -> None:
+        self._local.flush()
+        self._unflushed_messages = 0
+        self._last_flush_ms = now
+
+    def flush_if_due(self, now_ms: int | None = None) -> bool:
+        """Kafka's LogManager.flushDirtyLogs for one log: fsync once ``flush.ms`` passed since the last
+        flush and something was appended since. Returns whether it flushed."""
+        with self._lock:
+            now = self._local.clock() if now_ms is None else now_ms
+            if self._unflushed_messages == 0 or now - self._last_flush_ms < self.config.flush_ms:
+                return False
+            self._flush_locked(now)
+            return True
+
+    # -- transactions (KIP-98) ----------------------------------------------------------------------------
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, or the high watermark: read_committed
+        consumers read below it (Kafka's LSO)."""
+        with self._lock:
+            unstable = self._producers.first_unstable_offset()
+            hw = self.high_watermark
+            # DeleteRecords or retention may have removed an open transaction's first records: the LSO
+            # never falls below the log start offset (Kafka bounds the first unstable offset likewise).
+            return hw if unstable is None else max(min(unstable, hw), self._log_start_offset)
+
+    def producers(self) -> dict[int, ProducerEntry]:
+        """A copy of every known producer's state (DescribeProducers)."""
+        with self._lock:
+            return self._producers.entries()
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """producer id -> first offset of its open transaction (DescribeProducers, hanging-txn checks)."""
+        with self._lock:
+            return self._producers.ongoing()
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int | None = None,
+    ) -> CompletedTxn:
+        """Append the transaction coordinator's COMMIT or ABORT marker (a control batch) for a producer,
+        completing its transaction here (Kafka's appendAsLeader with origin COORDINATOR: the marker goes
+        through the validator like any batch)."""
+        now = now_ms if now_ms is not None else self._local.clock()
+        batch = encode_batch(
+            [
+                Record(
+                    0,
+                    now,
+                    CONTROL_KEY.pack(0, COMMIT if commit else ABORT),
+                    END_TXN_MARKER.pack(0, coordinator_epoch),
+                )
+            ],
+            base_offset=0,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            partition_leader_epoch=LEADER_EPOCH,
+            is_transactional=True,
+            is_control=True,
+        )
+        _info, completed = self._append(batch, now, AppendOrigin.COORDINATOR)
+        assert completed is not None
+        return completed
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound), for a read_committed fetch:
+        the .txnindex entries of the segment holding ``fetch_offset`` and every later one."""
+        with self._lock:
+            out: list[AbortedTxn] = []
+            for seg in self._local.segments.snapshot():
+                if seg.next_offset <= fetch_offset and seg is not self._local.active:
+                    continue
+                if seg.base_offset >= upper_bound:
+                    break
+                out.extend(seg.txn_index.collect(fetch_offset, upper_bound))
+            return out
+
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """producer.id.expiration.ms: forget producers idle that long with no open transaction."""
+        with self._lock:
+            return self._producers.remove_expired(now_ms, expiration_ms)
 
     # -- reads --------------------------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None) -> ReadResult:
+    def read(
+        self, offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_message: bool = True
+    ) -> ReadResult:
         """Whole batches from the one holding ``offset`` (the last slice may end inside a batch, as in
-        Kafka). Out of range below the log start offset or above the high watermark; empty at it."""
+        Kafka). Out of range below the log start offset or above the high watermark; empty at it.
+
+        KIP-74: with ``min_one_message`` the first batch is returned whole even if larger than
+        ``max_bytes``; without it, a first batch larger than ``max_bytes`` gives no records (Kafka's
+        ReplicaManager replaces such an incomplete first entry with an empty one).
+        """
         with self._lock:
             hw, start = self.high_watermark, self._log_start_offset
             if offset < start or offset > hw:
@@ -395,6 +474,11 @@ class Log:
                 if limit < seg.next_offset:
                     found = seg.translate_offset(limit)
                     max_position = found[0] if found is not None else None
+                if not slices and not min_one_message:
+                    first = seg.translate_offset(offset)
+                    too_big = first is not None and first[1].size > remaining
+                    if too_big and first is not None and (max_position is None or first[0] < max_position):
+                        break  # the first batch does not fit: no records rather than part of one
                 got = seg.read(offset, remaining, max_position=max_position, min_one_batch=not slices)
                 if got is None:
                     if max_position is not None:
@@ -413,7 +497,8 @@ class Log:
         """ListOffsets: ``(offset, timestamp)`` of the first record at or after ``timestamp``.
 
         -2 EARLIEST (the log start offset), -1 LATEST (the high watermark), -3 MAX_TIMESTAMP (KIP-734; the
-        last offset of the batch holding the largest timestamp), -4 EARLIEST_LOCAL (= EARLIEST here).
+        first record carrying the largest timestamp, found as Kafka 4 does from the segment's
+        offsetOfMaxTimestamp), -4 EARLIEST_LOCAL (= EARLIEST here).
         """
         with self._lock:
             if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
@@ -423,9 +508,10 @@ class Log:
             segs = list(self._local.segments.snapshot())
             if timestamp == MAX_TIMESTAMP:
                 best = max(segs, key=lambda s: s.max_timestamp_so_far)
-                if best.max_timestamp_so_far < 0:
+                found = best.max_timestamp_record()
+                if found is None:
                     return None
-                return max(best.offset_of_max_timestamp, self._log_start_offset), best.max_timestamp_so_far
+                return max(found[0], self._log_start_offset), found[1]
             if timestamp < 0:
                 raise OffsetOutOfRangeError(f"unknown special timestamp {timestamp}")
             for seg in segs:

@@ -43,11 +43,13 @@ from ebb_broker.log.errors import (
     CorruptCheckpointError,
     InvalidConfigError,
     InvalidPartitionsError,
+    PartitionLimitError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from ebb_broker.log.file_handles import FILES_PER_PARTITION, descriptor_limit, segment_file_budget
 from ebb_broker.log.log import Log, wall_clock_ms
-from ebb_broker.log.log_config import LogConfig, LogManagerConfig
+from ebb_broker.log.log_config import LONG_MAX, LogConfig, LogManagerConfig
 from ebb_broker.log.retention import CommittedOffsets, RetentionResult
 
 log = logging.getLogger(__name__)
@@ -164,6 +166,7 @@ class LogManager:
         # A corrupt log-start-offset-checkpoint is NOT reset (Kafka would fall back to the first segment's
         # base, resurrecting deleted records): read_offsets raises and the broker refuses to start.
         starts = read_offsets(data_dir / files.LOG_START_OFFSET_CHECKPOINT)
+        mgr._drop_invalid_overrides()
         for meta in mgr._topics.values():
             tconf = config.topic_config(meta.overrides)
             for p in range(meta.partitions):
@@ -174,6 +177,14 @@ class LogManager:
         for entry in data_dir.iterdir():
             if entry.is_dir() and files.parse_partition_dir(entry.name) and entry.name not in known:
                 log.warning("ignoring %s: not a partition of any topic in %s", entry, files.TOPICS_FILE)
+        total = sum(t.partitions for t in mgr._topics.values())
+        if total * FILES_PER_PARTITION > segment_file_budget():
+            log.warning(
+                "%d partitions exceed what the descriptor limit (%d) keeps open at once: segment files are "
+                "opened and closed on demand, which is slower; raise ulimit -n",
+                total,
+                descriptor_limit(),
+            )
         mgr.cleaner.load()
         marker.unlink(missing_ok=True)
         mgr.checkpoint()
@@ -204,7 +215,7 @@ class LogManager:
 
     def close(self) -> None:
         """Flush, checkpoint, then write the clean-shutdown marker."""
-        with self._lock, self._maintenance:
+        with self._maintenance, self._lock:
             if self._closed:
                 return
             for lg in self._logs.values():
@@ -235,6 +246,29 @@ class LogManager:
             for name, t in doc["topics"].items()
         }
 
+    def _drop_invalid_overrides(self) -> None:
+        """A stored override this version refuses (e.g. a LONG out of range that an older version took)
+        must not stop the broker from starting: it is dropped, with a warning naming it, and the topic
+        falls back to the broker default for that key."""
+        changed = False
+        for name, meta in list(self._topics.items()):
+            try:
+                self.config.topic_config(meta.overrides)
+                continue
+            except InvalidConfigError:
+                pass
+            kept: dict[str, str] = {}
+            for key, value in meta.overrides.items():
+                try:
+                    self.config.topic_config({**kept, key: value})
+                    kept[key] = value
+                except InvalidConfigError as exc:
+                    log.warning("topic %s: dropping the stored override %s=%s: %s", name, key, value, exc)
+            self._topics[name] = TopicMetadata(name, meta.partitions, kept, meta.topic_id)
+            changed = True
+        if changed:
+            self._write_topics(self._topics)
+
     def _write_topics(self, topics: Mapping[str, TopicMetadata]) -> None:
         doc = {
             "version": TOPICS_FILE_VERSION,
@@ -264,12 +298,26 @@ class LogManager:
         with self._lock:
             if name in self._topics:
                 raise TopicExistsError(f"topic {name!r} already exists")
+            self.check_new_partitions(partitions)
             meta = TopicMetadata(name, partitions, overrides, uuid.uuid4())
             self._remove_stray_dirs(name, range(partitions))
             self._write_topics({**self._topics, name: meta})
             self._topics[name] = meta
-            for p in range(partitions):
-                self._logs[(name, p)] = self._open_log(name, p, tconf, 0, 0, True)
+            try:
+                for p in range(partitions):
+                    self._logs[(name, p)] = self._open_log(name, p, tconf, 0, 0, True)
+            except OSError:
+                # Out of disk or descriptors half-way: take the topic back out, so the name stays usable
+                # and a restart does not trip over it.
+                log.exception("creating %s failed; removing it again", name)
+                self._topics.pop(name)
+                self._write_topics(self._topics)
+                for p in range(partitions):
+                    lg = self._logs.pop((name, p), None)
+                    if lg is not None:
+                        lg.abandon()
+                self._remove_stray_dirs(name, range(partitions))
+                raise
             fsync_dir(self.data_dir)
             return meta
 
@@ -280,6 +328,7 @@ class LogManager:
                 raise InvalidPartitionsError(
                     f"topic {name} has {meta.partitions} partitions; a new count must be larger, got {total}"
                 )
+            self.check_new_partitions(total - meta.partitions)
             new = TopicMetadata(name, total, meta.overrides, meta.topic_id)
             self._write_topics({**self._topics, name: new})
             self._topics[name] = new
@@ -288,18 +337,42 @@ class LogManager:
             for p in range(meta.partitions, total):
                 self._logs[(name, p)] = self._open_log(name, p, tconf, 0, 0, True)
 
+    def partition_count(self) -> int:
+        with self._lock:
+            return sum(t.partitions for t in self._topics.values())
+
+    def check_new_partitions(self, extra: int) -> None:
+        """Raise PartitionLimitError unless ``extra`` more partitions fit: within max.partitions, and
+        within the descriptor limit (each partition's active segment keeps three files open; a quarter of
+        the limit is left to connections and fetches). Called before anything is written, so a refused
+        request leaves no trace; a restart never checks (segments open lazily, see file_handles)."""
+        total = self.partition_count() + extra
+        if total > self.config.max_partitions:
+            raise PartitionLimitError(
+                f"{extra} new partitions would make {total}, above this broker's max.partitions "
+                f"({self.config.max_partitions})"
+            )
+        by_files = segment_file_budget() // FILES_PER_PARTITION
+        if total > by_files:
+            raise PartitionLimitError(
+                f"{extra} new partitions would make {total}; the process's descriptor limit "
+                f"({descriptor_limit()}, ulimit -n) serves at most {by_files}"
+            )
+
     def _remove_stray_dirs(self, topic: str, partitions: range) -> None:
         """A directory left by a crash during delete_topic must not reappear inside a new topic."""
         for p in partitions:
             d = files.partition_dir(self.data_dir, topic, p)
             if d.exists():
                 log.warning("removing stray %s before creating %s-%d afresh", d, topic, p)
-                doomed = d.with_name(f"{d.name}.{uuid.uuid4().hex}{files.DELETE_DIR_SUFFIX}")
+                doomed = d.with_name(files.delete_dir_name(topic, p, uuid.uuid4().hex))
                 d.replace(doomed)
                 shutil.rmtree(doomed, ignore_errors=True)
 
     def delete_topic(self, name: str) -> None:
-        with self._lock, self._maintenance:
+        # The maintenance lock first, as run_retention and run_cleaner take them (they call logs(), which
+        # takes the manager's lock, while holding the maintenance lock): the other order could deadlock.
+        with self._maintenance, self._lock:
             meta = self._meta(name)
             rest = {k: v for k, v in self._topics.items() if k != name}
             self._write_topics(rest)
@@ -307,9 +380,7 @@ class LogManager:
             for p in range(meta.partitions):
                 lg = self._logs.pop((name, p))
                 lg.abandon()
-                doomed = lg.directory.with_name(
-                    f"{lg.directory.name}.{uuid.uuid4().hex}{files.DELETE_DIR_SUFFIX}"
-                )
+                doomed = lg.directory.with_name(files.delete_dir_name(name, p, uuid.uuid4().hex))
                 lg.directory.replace(doomed)
                 shutil.rmtree(doomed, ignore_errors=True)
             self.cleaner.forget(name)
@@ -325,6 +396,21 @@ class LogManager:
     def topic_config(self, name: str) -> LogConfig:
         with self._lock:
             return self.config.topic_config(self._meta(name).overrides)
+
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """producer.id.expiration.ms over every log: forget producers idle that long (none with an open
+        transaction). Returns how many went."""
+        return sum(lg.remove_expired_producers(now_ms, expiration_ms) for lg in self.logs())
+
+    def update_defaults(self, config: LogManagerConfig) -> None:
+        """New broker-wide defaults (dynamic broker configs): every topic without its own override of a
+        key takes the new value at once, as Kafka's DynamicLogConfig reconfigures its logs. The cleaner's
+        dedupe buffer is fixed at start."""
+        with self._lock:
+            configs = {name: config.topic_config(meta.overrides) for name, meta in self._topics.items()}
+            self.config = config
+            for (topic, _p), lg in self._logs.items():
+                lg.update_config(configs[topic])
 
     def alter_topic_config(self, name: str, overrides: Mapping[str, str | None]) -> LogConfig:
         """Set (or with None remove) overrides; validates the result first, so a bad value changes nothing."""
@@ -378,6 +464,14 @@ class LogManager:
             report = self.cleaner.clean_filthiest()
             self.reaper.reap()
             return report
+
+    def flush_dirty_logs(self) -> int:
+        """Kafka's LogManager.flushDirtyLogs: fsync every log whose ``flush.ms`` passed since its last flush
+        and that has unflushed records. The broker calls this every log.flush.scheduler.interval.ms, off
+        the event loop; logs left at the default flush.ms (never) are skipped without their lock.
+        Returns how many logs were flushed."""
+        now = self.clock()
+        return sum(1 for lg in self.logs() if lg.config.flush_ms < LONG_MAX and lg.flush_if_due(now))
 
     def checkpoint(self) -> None:
         """Flush every log, then write the recovery-point, high-watermark and log-start checkpoints."""

@@ -1,8 +1,11 @@
-"""Idempotent-producer state (Kafka's ProducerStateManager, without transactions).
+"""Producer state of one partition (Kafka's ProducerStateManager).
 
 Per producer id: the current epoch and the metadata of its last 5 batches (Kafka's
 NUM_BATCHES_TO_RETAIN), so a retried batch is answered with its original offsets instead of being
-written twice, a fenced epoch is refused and a gap in sequence numbers is refused.
+written twice, a fenced epoch is refused and a gap in sequence numbers is refused. For transactions
+(KIP-98): the first offset of the producer's ongoing transaction, until the coordinator's COMMIT or ABORT
+marker completes it; the smallest of those is the partition's first unstable offset, which bounds the
+last stable offset (what read_committed consumers may read).
 
 Ebb rebuilds this state at startup by scanning batch headers (no ``.snapshot`` files); the cleaner keeps
 each producer's newest batch (empty if all its records are superseded) so that scan still finds it. A
@@ -16,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ebb_broker.log.errors import InvalidProducerEpochError, OutOfOrderSequenceError
-from ebb_broker.log.records import BatchHeader
+from ebb_broker.log.records import COMMIT, BatchHeader
 
 BATCHES_TO_RETAIN = 5
 _SEQ_MOD = 2**31
@@ -35,9 +38,28 @@ class BatchMetadata:
 class ProducerEntry:
     epoch: int
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=BATCHES_TO_RETAIN))
+    txn_first_offset: int | None = None  # first offset of the ongoing transaction, if any
+    coordinator_epoch: int = -1
+    last_timestamp: int = -1  # of its last batch or marker (producer.id.expiration.ms)
 
     def copy(self) -> ProducerEntry:
-        return ProducerEntry(self.epoch, deque(self.batches, maxlen=BATCHES_TO_RETAIN))
+        return ProducerEntry(
+            self.epoch,
+            deque(self.batches, maxlen=BATCHES_TO_RETAIN),
+            self.txn_first_offset,
+            self.coordinator_epoch,
+            self.last_timestamp,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction a marker completed: [first_offset, last_offset] (the marker's offset)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
 
 
 class ProducerStateManager:
@@ -51,6 +73,9 @@ class ProducerStateManager:
 
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._producers.get(producer_id)
+
+    def entries(self) -> dict[int, ProducerEntry]:
+        return {pid: e.copy() for pid, e in self._producers.items()}
 
     def check(self, header: BatchHeader, pending: dict[int, ProducerEntry]) -> BatchMetadata | None:
         """Validate one incoming batch; return the cached metadata if it is a duplicate.
@@ -96,6 +121,7 @@ class ProducerStateManager:
         if header.producer_epoch != entry.epoch:
             entry.epoch = header.producer_epoch
             entry.batches.clear()
+        entry.last_timestamp = timestamp
         entry.batches.append(
             BatchMetadata(
                 header.base_sequence, header.last_sequence, header.base_offset, header.last_offset, timestamp
@@ -105,11 +131,97 @@ class ProducerStateManager:
     def commit(self, pending: dict[int, ProducerEntry]) -> None:
         self._producers.update(pending)
 
-    def load_batch(self, header: BatchHeader) -> None:
-        """Replay one batch found on disk (startup)."""
+    def begin_txn(
+        self, pending: dict[int, ProducerEntry], producer_id: int, producer_epoch: int, first_offset: int
+    ) -> None:
+        """A transactional batch was stamped at ``first_offset``: it opens a transaction if none is open
+        (also for the coordinator's own transactional writes, which carry no sequence)."""
+        entry = pending.get(producer_id)
+        if entry is None:
+            current = self._producers.get(producer_id)
+            entry = current.copy() if current is not None else ProducerEntry(producer_epoch)
+            pending[producer_id] = entry
+        if entry.txn_first_offset is None:
+            entry.txn_first_offset = first_offset
+
+    def check_marker(self, producer_id: int, producer_epoch: int) -> None:
+        """A marker's epoch may not be older than the producer's (a zombie coordinator's write)."""
+        entry = self._producers.get(producer_id)
+        if entry is not None and producer_epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"marker for producer {producer_id} epoch {producer_epoch} is fenced by epoch {entry.epoch}"
+            )
+
+    def complete_txn(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        marker_offset: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        timestamp: int,
+    ) -> CompletedTxn:
+        """A COMMIT or ABORT marker at ``marker_offset`` ends the producer's transaction (an empty one,
+        when the producer wrote nothing here: it starts and ends at the marker, as Kafka's)."""
+        self.check_marker(producer_id, producer_epoch)
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            entry = self._producers[producer_id] = ProducerEntry(producer_epoch)
+        if producer_epoch > entry.epoch:
+            # the coordinator fenced the producer with a bumped epoch: its next batch starts at sequence 0
+            entry.epoch = producer_epoch
+            entry.batches.clear()
+        first = entry.txn_first_offset if entry.txn_first_offset is not None else marker_offset
+        entry.txn_first_offset = None
+        entry.coordinator_epoch = coordinator_epoch
+        entry.last_timestamp = timestamp
+        return CompletedTxn(producer_id, first, marker_offset, aborted=not commit)
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest ongoing transaction (None: no transaction is open)."""
+        return min(
+            (e.txn_first_offset for e in self._producers.values() if e.txn_first_offset is not None),
+            default=None,
+        )
+
+    def ongoing(self) -> dict[int, int]:
+        """producer id -> first offset of its open transaction."""
+        return {
+            pid: e.txn_first_offset for pid, e in self._producers.items() if e.txn_first_offset is not None
+        }
+
+    def load_batch(self, header: BatchHeader, control_type: int | None = None) -> CompletedTxn | None:
+        """Replay one batch found on disk (startup); a marker returns the transaction it completed."""
+        if header.is_control:
+            if control_type is None or header.producer_id < 0:
+                return None
+            return self.complete_txn(
+                header.producer_id,
+                header.producer_epoch,
+                header.base_offset,
+                commit=control_type == COMMIT,
+                coordinator_epoch=-1,
+                timestamp=header.max_timestamp,
+            )
         pending: dict[int, ProducerEntry] = {}
         self.stage(header, pending, header.max_timestamp)
+        if header.is_transactional and header.producer_id >= 0:
+            self.begin_txn(pending, header.producer_id, header.producer_epoch, header.base_offset)
         self.commit(pending)
+        return None
+
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers idle for ``expiration_ms`` (producer.id.expiration.ms) with no open
+        transaction; their next batch is accepted as a new producer's. Returns how many went."""
+        gone = [
+            pid
+            for pid, e in self._producers.items()
+            if e.txn_first_offset is None and 0 <= e.last_timestamp <= now_ms - expiration_ms
+        ]
+        for pid in gone:
+            del self._producers[pid]
+        return len(gone)
 
     def last_offsets(self) -> set[int]:
         return {e.batches[-1].last_offset for e in self._producers.values() if e.batches}

@@ -8,8 +8,9 @@ Byte layout (Kafka's DefaultRecordBatch), 61-byte header then the records sectio
 
 ``length`` counts the bytes after itself; the CRC-32C covers ``attributes`` to the end. baseOffset and
 partitionLeaderEpoch sit before the CRC on purpose: the broker stamps them without recomputing it. The
-produce path only looks at headers; records are decoded where a feature needs them (the cleaner, key
-checks on compacted topics, tombstone detection, timestamp lookups inside a batch).
+produce path checks every record without building objects (validator.py); records are decoded into
+``Record`` objects where a feature needs their contents (the cleaner, tombstone detection, timestamp
+lookups inside a batch).
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ TOMBSTONE_HEADER = "ebb.tombstone"  # ... or this header, for clients that canno
 NO_TIMESTAMP = -1
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
+
+# A control record (Kafka's ControlRecordType and EndTransactionMarker): key = version int16 + type int16,
+# an end-transaction marker's value = version int16 + coordinatorEpoch int32.
+CONTROL_KEY = struct.Struct(">hh")
+END_TXN_MARKER = struct.Struct(">hi")
+ABORT, COMMIT = 0, 1  # ControlRecordType
 
 
 class BatchHeader(NamedTuple):
@@ -122,7 +129,8 @@ def crc32c(data: bytes | bytearray | memoryview) -> int:
 
 
 def validate_batch(buf: bytes | memoryview, pos: int, end: int) -> BatchHeader:
-    """Check framing, magic, CRC-32C and counts of the batch at ``pos``; raise CorruptRecordError."""
+    """Check framing, magic and CRC-32C of the batch at ``pos``; raise CorruptRecordError. What the batch
+    holds (count, records) is the validator's (validator.py)."""
     if end - pos < HEADER_SIZE:
         raise CorruptRecordError(f"truncated batch header at byte {pos}: {end - pos} bytes left")
     header = read_header(buf, pos)
@@ -132,8 +140,6 @@ def validate_batch(buf: bytes | memoryview, pos: int, end: int) -> BatchHeader:
         raise CorruptRecordError(f"batch at byte {pos} claims length {header.length}, {end - pos} bytes left")
     if crc32c(buf[pos + CRC_START : pos + header.size]) != header.crc:
         raise CorruptRecordError(f"batch at byte {pos} fails its CRC-32C check")
-    if header.last_offset_delta < 0 or header.count < 0:
-        raise CorruptRecordError(f"batch at byte {pos} has a negative lastOffsetDelta or count")
     return header
 
 
@@ -243,6 +249,21 @@ def decode_records(batch: bytes | memoryview, header: BatchHeader | None = None)
             f"batch at offset {base_offset} has {len(data) - pos} bytes after its records"
         )
     return out
+
+
+def read_end_txn_marker(batch: bytes | memoryview, header: BatchHeader) -> tuple[int, int] | None:
+    """``(ControlRecordType, coordinator epoch)`` of a control batch's marker record; None when the
+    batch holds no readable end-transaction marker (nothing completes then)."""
+    try:
+        records = decode_records(batch, header)
+    except CorruptRecordError:
+        return None
+    if not records or records[0].key is None or len(records[0].key) < CONTROL_KEY.size:
+        return None
+    _version, control_type = CONTROL_KEY.unpack_from(records[0].key)
+    value = records[0].value
+    epoch = END_TXN_MARKER.unpack_from(value)[1] if value is not None and len(value) >= 6 else -1
+    return control_type, epoch
 
 
 def encode_record(
@@ -403,17 +424,6 @@ def build_batch(
 def with_offset(batch: bytes | memoryview, base_offset: int) -> bytes:
     """A copy of ``batch`` re-stamped at ``base_offset`` (outside the CRC, so it stays valid)."""
     return struct.pack(">q", base_offset) + bytes(batch[8:])
-
-
-def set_log_append_time(header_bytes: bytearray, batch_rest: bytes | memoryview, now_ms: int) -> None:
-    """Stamp LogAppendTime on a batch whose 61 header bytes are ``header_bytes``: set the timestamp-type
-    bit and maxTimestamp, then recompute the CRC over the new header tail and the untouched records."""
-    attributes = struct.unpack_from(">h", header_bytes, ATTR_POS)[0] | TIMESTAMP_TYPE_MASK
-    struct.pack_into(">h", header_bytes, ATTR_POS, attributes)
-    struct.pack_into(">q", header_bytes, MAX_TS_POS, now_ms)
-    crc = google_crc32c.value(bytes(header_bytes[CRC_START:HEADER_SIZE]))
-    rest = batch_rest if isinstance(batch_rest, bytes) else bytes(batch_rest)
-    struct.pack_into(">I", header_bytes, 17, google_crc32c.extend(crc, rest))
 
 
 def scan_keys(

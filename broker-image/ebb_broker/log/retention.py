@@ -129,5 +129,3 @@ def consumed_breach(now_ms: int, commitoffset_ms: int, min_committed: int, log_e
         return now_ms - seg.largest_timestamp > commitoffset_ms and upper <= min_committed
 
     return pred
-
-

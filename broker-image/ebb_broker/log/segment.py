@@ -15,7 +15,9 @@ from pathlib import Path
 
 from ebb_broker.log import files
 from ebb_broker.log.errors import CorruptIndexError, CorruptRecordError
+from ebb_broker.log.file_handles import LazyFile
 from ebb_broker.log.offset_index import OffsetIndex
+from ebb_broker.log.producer_state import CompletedTxn
 from ebb_broker.log.records import (
     CRC_START,
     HEADER_SIZE,
@@ -25,9 +27,11 @@ from ebb_broker.log.records import (
     BatchHeader,
     crc32c,
     decode_records,
+    read_end_txn_marker,
     read_header,
 )
 from ebb_broker.log.time_index import TimeIndex
+from ebb_broker.log.transaction_index import AbortedTxn, TransactionIndex
 
 INT_MAX = 2**31 - 1
 _READ_CHUNK = 8 * 1024 * 1024
@@ -60,12 +64,14 @@ class Segment:
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.temp = temp
-        self.log_path = files.segment_file(directory, base_offset, files.LOG_SUFFIX, temp)
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self._fd).st_size
+        # Opened on demand through the process's bounded descriptor cache (file_handles).
+        self._file = LazyFile(files.segment_file(directory, base_offset, files.LOG_SUFFIX, temp))
+        with self._file as fd:
+            self.size = os.fstat(fd).st_size
         self.created_ms = created_ms
         self._index_args = (max_index_size,)
         self.offset_index, self.time_index = self._open_indexes()
+        self.txn_index, self.txn_index_torn = self._open_txn_index()
         self.next_offset = base_offset
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp = base_offset - 1
@@ -111,16 +117,35 @@ class Segment:
             ti.reset()
         return oi, ti
 
+    def _open_txn_index(self) -> tuple[TransactionIndex, bool]:
+        path = files.segment_file(self.directory, self.base_offset, files.TXN_INDEX_SUFFIX, self.temp)
+        try:
+            return TransactionIndex(path), False
+        except CorruptIndexError:
+            path.unlink()  # rebuilt by load() from the segment's markers
+            return TransactionIndex(path), True
+
     # -- loading and recovery ---------------------------------------------------------------------------
 
-    def load(self, *, recover: bool, on_batch: Callable[[BatchHeader], None] | None = None) -> int:
-        """Scan the .log: compute the next offset and max timestamp, feed ``on_batch`` (producer state).
+    def load(
+        self,
+        *,
+        recover: bool,
+        on_batch: Callable[[BatchHeader, int | None], CompletedTxn | None] | None = None,
+    ) -> int:
+        """Scan the .log: compute the next offset and max timestamp, feed ``on_batch`` (producer state)
+        each batch header and, for a transaction marker, its control type (COMMIT/ABORT).
 
         With ``recover`` (no clean shutdown, Kafka's LogSegment.recover) every batch's CRC is checked and
-        both indexes are rebuilt; otherwise only headers are read and an index is rebuilt only when it fails
-        its sanity check. Either way the file is truncated at the first batch that is torn or corrupt.
-        Returns the number of bytes truncated.
+        the indexes are rebuilt (the transaction index from the ABORT markers ``on_batch`` completes);
+        otherwise only headers are read and an index is rebuilt only when it fails its sanity check.
+        Either way the file is truncated at the first batch that is torn or corrupt. Returns the number of
+        bytes truncated.
         """
+        rebuild_txn = (recover or self.txn_index_torn) and on_batch is not None
+        if rebuild_txn:
+            self.txn_index.reset()
+            self.txn_index_torn = False
         rebuild = recover
         if not rebuild:
             try:
@@ -159,16 +184,23 @@ class Segment:
                     self.bytes_since_last_index_entry = 0
                 self.bytes_since_last_index_entry += header.size
             if on_batch is not None:
-                on_batch(header)
+                control = self._control_type_at(pos, header) if header.is_control else None
+                completed = on_batch(header, control)
+                if rebuild_txn and completed is not None and completed.aborted:
+                    self.txn_index.append(
+                        AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset, -1)
+                    )
             self.next_offset = header.next_offset
             pos += header.size
             valid_end = pos
         truncated = self.size - valid_end
         if truncated:
-            os.ftruncate(self._fd, valid_end)
+            with self._file as fd:
+                os.ftruncate(fd, valid_end)
             self.size = valid_end
             self.offset_index.truncate_to(self.next_offset)
             self.time_index.truncate_to(self.next_offset)
+            self.txn_index.truncate_to(self.next_offset)
         if not rebuild:
             _, last_pos = self.offset_index.last_entry()
             self.bytes_since_last_index_entry = (
@@ -178,8 +210,16 @@ class Segment:
             self.rolling_based_timestamp = None
         return truncated
 
+    def _control_type_at(self, pos: int, header: BatchHeader) -> int | None:
+        """The ControlRecordType (0 ABORT, 1 COMMIT) of the control batch at ``pos``."""
+        with self._file as fd:
+            raw = os.pread(fd, header.size, pos)
+        marker = read_end_txn_marker(raw, header)
+        return None if marker is None else marker[0]
+
     def _valid_header_at(self, pos: int, *, check_crc: bool) -> BatchHeader | None:
-        raw = os.pread(self._fd, HEADER_SIZE, pos)
+        with self._file as fd:
+            raw = os.pread(fd, HEADER_SIZE, pos)
         if len(raw) < HEADER_SIZE:
             return None
         header = read_header(raw)
@@ -192,7 +232,8 @@ class Segment:
         if header.last_offset_delta < 0:
             return None
         if check_crc:
-            body = os.pread(self._fd, header.size - CRC_START, pos + CRC_START)
+            with self._file as fd:
+                body = os.pread(fd, header.size - CRC_START, pos + CRC_START)
             if crc32c(body) != header.crc:
                 return None
         return header
@@ -202,7 +243,8 @@ class Segment:
     def append(self, buffers: Sequence[bytes | memoryview], batches: Sequence[BatchInfo]) -> None:
         """Write stamped batches at the end of the .log and index them sparsely."""
         pos = self.size
-        _pwritev_all(self._fd, buffers, pos)
+        with self._file as fd:
+            _pwritev_all(fd, buffers, pos)
         for b in batches:
             if b.max_timestamp > self.max_timestamp_so_far:
                 self.max_timestamp_so_far = b.max_timestamp
@@ -250,7 +292,8 @@ class Segment:
     # -- reads ----------------------------------------------------------------------------------------------
 
     def read_header_at(self, pos: int) -> BatchHeader:
-        return read_header(os.pread(self._fd, HEADER_SIZE, pos))
+        with self._file as fd:
+            return read_header(os.pread(fd, HEADER_SIZE, pos))
 
     def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >= ``offset`` (None past the end)."""
@@ -285,7 +328,8 @@ class Segment:
         end = self.size if end is None else end
         pos = start
         while pos < end:
-            chunk = os.pread(self._fd, min(_READ_CHUNK, end - pos), pos)
+            with self._file as fd:
+                chunk = os.pread(fd, min(_READ_CHUNK, end - pos), pos)
             view = memoryview(chunk)
             i = 0
             while i + HEADER_SIZE <= len(chunk):
@@ -298,7 +342,9 @@ class Segment:
                 header = self.read_header_at(pos)
                 if header.size <= 0 or pos + header.size > end:
                     raise CorruptRecordError(f"{self.log_path}: torn batch at byte {pos}")
-                yield pos, header, os.pread(self._fd, header.size, pos)
+                with self._file as fd:
+                    whole = os.pread(fd, header.size, pos)
+                yield pos, header, whole
                 i = header.size
             pos += i
 
@@ -318,16 +364,39 @@ class Segment:
                     return record.offset, record.timestamp
         return None
 
+    def max_timestamp_record(self) -> tuple[int, int] | None:
+        """KIP-734's MAX_TIMESTAMP within this segment: ``(offset, timestamp)`` of the first record carrying
+        the segment's largest timestamp, or None when it has no timestamps.
+
+        As Kafka 4's UnifiedLog: the segment tracks the last offset of the batch that raised its maximum
+        (``offset_of_max_timestamp``, rebuilt from the batch headers at load, so it survives a restart);
+        the first batch from there whose maxTimestamp is the maximum is decoded to find the record (the
+        validator made every stored batch's maxTimestamp its largest record timestamp).
+        """
+        if self.max_timestamp_so_far < 0:
+            return None
+        found = self.translate_offset(self.offset_of_max_timestamp)
+        if found is None:
+            return None
+        for _pos, header, raw in self.iter_batches(found[0]):
+            if header.max_timestamp == self.max_timestamp_so_far:
+                for record in decode_records(raw, header):
+                    if record.timestamp == self.max_timestamp_so_far:
+                        return record.offset, record.timestamp
+                return header.last_offset, header.max_timestamp  # a batch whose records are all gone
+        return None
+
     @property
     def largest_timestamp(self) -> int:
         """Max record timestamp, or the file's mtime when the segment has none (Kafka)."""
         if self.max_timestamp_so_far >= 0:
             return self.max_timestamp_so_far
-        return int(os.fstat(self._fd).st_mtime * 1000)
+        return self.last_modified_ms
 
     @property
     def last_modified_ms(self) -> int:
-        return int(os.fstat(self._fd).st_mtime * 1000)
+        with self._file as fd:
+            return int(os.fstat(fd).st_mtime * 1000)
 
     def set_last_modified(self, ms: int) -> None:
         os.utime(self.log_path, ns=(ms * 1_000_000, ms * 1_000_000))
@@ -335,27 +404,28 @@ class Segment:
     # -- files ----------------------------------------------------------------------------------------------
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        with self._file as fd:
+            os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def change_temp_suffix(self, temp: str) -> None:
         """Rename every file of the segment to carry ``temp`` ('' = live name)."""
-        new_log = files.segment_file(self.directory, self.base_offset, files.LOG_SUFFIX, temp)
-        self.log_path.replace(new_log)
-        self.log_path = new_log
+        self._file.rename(files.segment_file(self.directory, self.base_offset, files.LOG_SUFFIX, temp))
         self.offset_index.rename_to(
             files.segment_file(self.directory, self.base_offset, files.INDEX_SUFFIX, temp)
         )
         self.time_index.rename_to(
             files.segment_file(self.directory, self.base_offset, files.TIME_INDEX_SUFFIX, temp)
         )
+        self.txn_index.rename_to(
+            files.segment_file(self.directory, self.base_offset, files.TXN_INDEX_SUFFIX, temp)
+        )
         self.temp = temp
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._file.close()
         self.offset_index.close()
         self.time_index.close()
 
@@ -363,9 +433,15 @@ class Segment:
         self.close()
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
             path.unlink(missing_ok=True)
+        self.txn_index.delete()
 
     def paths(self) -> list[Path]:
-        return [self.log_path, self.offset_index.path, self.time_index.path]
+        txn = [self.txn_index.path] if self.txn_index.path.exists() else []
+        return [self.log_path, self.offset_index.path, self.time_index.path, *txn]
+
+    @property
+    def log_path(self) -> Path:
+        return self._file.path
 
     def __repr__(self) -> str:
         return f"Segment({self.base_offset}, size={self.size}, next={self.next_offset}{self.temp})"

@@ -12,9 +12,14 @@ if TYPE_CHECKING:
     from ebb_broker.config import BrokerConfig
     from ebb_broker.coordinator.group_coordinator import GroupCoordinator
     from ebb_broker.coordinator.producer_ids import ProducerIdManager
+    from ebb_broker.coordinator.transaction_coordinator import TransactionCoordinator
+    from ebb_broker.dynamic_config import DynamicBrokerConfig
     from ebb_broker.log import LogManager
     from ebb_broker.metrics import BrokerMetrics
     from ebb_broker.protocol.registry import ApiSpec
+    from ebb_broker.security.authorizer import Authorizer
+    from ebb_broker.security.credentials import CredentialStore
+    from ebb_broker.security.sasl import MechanismServer
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,11 @@ class BrokerIdentity:
     host: str
     port: int
     cluster_id: str
+    # Listener name -> (host, port) advertised on it: Kafka answers on the listener a request came in on.
+    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        return self.endpoints.get(listener, (self.host, self.port))
 
 
 class AppendSignal:
@@ -61,12 +71,42 @@ class Broker:
     metrics: BrokerMetrics
     producer_ids: ProducerIdManager
     data_dir: Path
+    credentials: CredentialStore
+    # None unless authorizer.class.name is set: then every API checks ACLs (protocol/authz.py).
+    authorizer: Authorizer | None = None
     appended: AppendSignal = field(default_factory=AppendSignal)
+    # AlterConfigs on BROKER resources change `config` through it (None: brokers assembled without one).
+    dynamic_config: DynamicBrokerConfig | None = None
+    transactions: TransactionCoordinator | None = None
+
+
+ANONYMOUS = "User:ANONYMOUS"
+
+
+@dataclass
+class Session:
+    """Who is on the other end of one connection (Kafka's RequestContext principal and listener).
+
+    ``principal`` is Kafka's ``Type:name`` string: ``User:ANONYMOUS`` on PLAINTEXT (and on SSL without a
+    client certificate), the certificate's DN on mTLS, the SASL user once SASL succeeded.
+    ``authenticated`` is False on SASL listeners until the handshake completed.
+    """
+
+    listener: str
+    security_protocol: str
+    client_host: str
+    principal: str = ANONYMOUS
+    authenticated: bool = True
+    # SASL listeners: the mechanisms enabled there, and the exchange in progress after SaslHandshake.
+    sasl_mechanisms: tuple[str, ...] = ()
+    sasl: MechanismServer | None = None
+    # Set by a handler whose response must be the connection's last (failed authentication).
+    close_after_response: bool = False
 
 
 @dataclass
 class RequestContext:
-    """One decoded request: the broker, the API spec that serves it, and the header fields."""
+    """One decoded request: the broker, the API spec that serves it, the header fields, the session."""
 
     broker: Broker
     spec: ApiSpec
@@ -74,6 +114,7 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     client_host: str
+    session: Session = field(default_factory=lambda: Session("PLAINTEXT", "PLAINTEXT", "?"))
 
     def response(self, **fields: Any) -> Any:
         """A response body of this request's API at this request's version."""
@@ -82,3 +123,8 @@ class RequestContext:
     @property
     def response_class(self) -> Any:
         return self.spec.messages.response[self.api_version]
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        """This broker's (host, port) on the listener the request came in on."""
+        return self.broker.identity.endpoint(self.session.listener)

@@ -13,6 +13,7 @@ from ebb_broker.log import errors as L
 _CODES: list[tuple[type[Exception], int]] = [
     (L.CorruptRecordError, E.CorruptRecordError.errno),
     (L.InvalidRecordError, E.InvalidRecordError.errno),
+    (L.InvalidTimestampError, E.InvalidTimestampError.errno),
     (L.RecordTooLargeError, E.MessageSizeTooLargeError.errno),
     (L.OffsetOutOfRangeError, E.OffsetOutOfRangeError.errno),
     (L.PolicyViolationError, E.PolicyViolationError.errno),
@@ -23,12 +24,14 @@ _CODES: list[tuple[type[Exception], int]] = [
     (L.TopicExistsError, E.TopicAlreadyExistsError.errno),
     (L.InvalidConfigError, E.InvalidConfigurationError.errno),
     (L.InvalidPartitionsError, E.InvalidPartitionsError.errno),
-    (L.UnsupportedFeatureError, E.InvalidRequestError.errno),
+    (L.PartitionLimitError, E.PolicyViolationError.errno),
 ]
 
 
 def error_code(exc: Exception) -> int:
     """Kafka's error code for an engine exception; UNKNOWN_SERVER_ERROR for anything else."""
+    if isinstance(exc, L.RecordValidationError):  # KIP-467: the batch fails with its cause's code
+        exc = exc.cause
     for cls, code in _CODES:
         if isinstance(exc, cls):
             return code

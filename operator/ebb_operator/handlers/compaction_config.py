@@ -146,8 +146,8 @@ async def _reconcile(rt: Runtime, body: kopf.Body, claims_index: kopf.Index[str,
             spec = CompactionConfigSpec.model_validate(dict(body.spec))
             target = await cluster.resolve(rt, out.ref.namespace, spec.cluster_ref, spec.cluster)
             metadata = await rt.admins.call(target.connection, lambda a: a.metadata())
-            matched = sorted(t for t in metadata.topics if spec.topics.matches(t))
-            target.access.check_compaction(spec, matched)
+            matched = await asyncio.to_thread(spec.topics.select, metadata.topics)
+            await asyncio.to_thread(target.access.check_compaction, spec, matched)
             me = Claim(
                 f"{out.ref.namespace}/{out.ref.name}",
                 str(body.metadata.get("creationTimestamp", "")),

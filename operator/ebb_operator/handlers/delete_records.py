@@ -272,7 +272,7 @@ async def deleterecords_create(body: kopf.Body, memo: kopf.Memo, **_: Any) -> No
     try:
         spec = DeleteRecordsSpec.model_validate(dict(body.spec))
         target = await cluster.resolve(rt, out.ref.namespace, spec.cluster_ref, spec.cluster)
-        target.access.check_delete_records(spec)
+        await asyncio.to_thread(target.access.check_delete_records, spec)
     except (ValidationError, Forbidden, ClusterConfigError, cluster.ClusterUnreachable) as exc:
         await out.failed(exc)
         return

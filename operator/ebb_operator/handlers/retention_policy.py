@@ -35,3 +35,4 @@ def retentionpolicy_forget(namespace: str | None, name: str, **_: Any) -> None:
     for outcome in RunOutcome:
         with contextlib.suppress(KeyError):
             metrics.POLICY_RUNS.remove(namespace, name, outcome.value)
+    metrics.set_held_by_group(namespace or "", name, {})

@@ -1,4 +1,4 @@
-"""RetentionPolicy end to end: the CRDs (Ebb's and a minimal SparkApplication), the operator under a
+"""RetentionPolicy end to end: Ebb's CRDs, the operator under a
 ServiceAccount bound to exactly `ebb_operator.rbac`'s rules (inline clusters allowed: a single-team
 install), and the Kafka targets (ebb-broker, Apache Kafka)."""
 
@@ -14,7 +14,7 @@ import yaml
 from ebb_operator import rbac
 from harness.controlplane import ControlPlane
 from harness.operator_process import OperatorProcess, running_operator
-from harness.spark_operator_standin import CRD_PATH, SMALL_SPARK_ENV
+from harness.spark_env import SMALL_SPARK_ENV
 from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
 
 REPO = Path(__file__).resolve().parents[3]
@@ -24,12 +24,8 @@ __all__ = ["kafka_bootstrap", "kafka_kind", "operator_ebb_broker"]
 
 @pytest.fixture(scope="session")
 def retention_crds(control_plane: ControlPlane) -> None:
-    control_plane.kubectl("apply", "-f", str(REPO / "crds"), "-f", str(CRD_PATH))
-    for crd in (
-        "deleterecords.ebb.dev",
-        "retentionpolicies.ebb.dev",
-        "sparkapplications.sparkoperator.k8s.io",
-    ):
+    control_plane.kubectl("apply", "-f", str(REPO / "crds"))
+    for crd in ("deleterecords.ebb.dev", "retentionpolicies.ebb.dev"):
         control_plane.kubectl("wait", "--for=condition=Established", f"crd/{crd}", "--timeout=60s")
 
 

@@ -216,6 +216,10 @@ def test_retention_policy_deletes_exactly_what_every_counted_group_consumed(
     assert "RecordsDeleted" in {e["reason"] for e in events["items"]}
     metrics = _metrics(operator)
     assert f'ebb_operator_policy_held_partitions{{namespace="{ns}",policy="orders"}} 1.0' in metrics
+    # ...and the group holding it (the chart's dashboard and its held-too-long alert use this series).
+    labels = f'group="{req}",namespace="{ns}",policy="orders"'
+    by_group = f"ebb_operator_policy_held_partitions_by_group{{{labels}}}"
+    assert f"{by_group} 1.0" in metrics
 
     # Nothing a counted group has not read is gone: req reads on from where it was, without a gap.
     assert _read_rest(bootstrap, req, topic) == {

@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from ebb_operator import rbac
 from harness.controlplane import ControlPlane
 from harness.operator_process import OperatorProcess, running_operator
-from harness.spark_operator_standin import SMALL_SPARK_ENV
+from harness.spark_env import SMALL_SPARK_ENV
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, produce
 from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
 from tests.paths import ROOT
@@ -398,3 +398,52 @@ def test_a_dry_run_with_forced_retention_changes_nothing_anywhere(tenancy: Tenan
         for d in listed
         if d["metadata"].get("labels", {}).get("ebb.dev/retention-policy")
     ] == []
+
+
+def test_compaction_ownership_is_decided_per_cluster_id_across_namespaces(tenancy: Tenancy) -> None:
+    """Two KafkaClusters spelling one cluster differently, used by two tenants on one topic: the older
+    CompactionConfig owns it, the other reports Conflict naming it (namespace/name), and the two never
+    take turns writing the topic's configs."""
+    t = tenancy
+    topic = f"shared-{t.tag}"
+    create_topic(t.bootstrap, topic, 1)
+    host, port = t.bootstrap.split(",")[0].rsplit(":", 1)
+    other = "localhost" if host != "localhost" else "127.0.0.1"
+    grant = [{"namespaces": [t.a, t.b], "topics": [topic], "allow": ["Compaction"]}]
+    entries = [
+        {"apiVersion": "ebb.dev/v1alpha1", "kind": "KafkaCluster", "metadata": {"name": name},
+         "spec": {"bootstrapServers": servers, "access": grant}}
+        for name, servers in ((f"one-{t.tag}", f"{host}:{port}"), (f"two-{t.tag}", f"{other}:{port}"))
+    ]  # fmt: skip
+    t.cp.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(entries))
+    names = [e["metadata"]["name"] for e in entries]
+    ids = {t.ready("", "kafkacluster", n)["object"]["status"]["clusterId"] for n in names}
+    assert len(ids) == 1, f"two spellings of one cluster must show one cluster id: {ids}"
+
+    t.apply(t.a, "CompactionConfig", "first", {
+        "clusterRef": {"name": f"one-{t.tag}"}, "topics": {"include": [topic]}, "minCompactionLag": "1m",
+    })  # fmt: skip
+    assert t.ready(t.a, "compactionconfigs", "first")["status"] == "True"
+    t.apply(t.b, "CompactionConfig", "second", {
+        "clusterRef": {"name": f"two-{t.tag}"}, "topics": {"include": [topic]}, "minCompactionLag": "2h",
+    })  # fmt: skip
+    lost = t.ready(t.b, "compactionconfigs", "second")
+    assert lost["reason"] == "Conflict", lost
+    assert lost["object"]["status"]["topics"] == [
+        {"topic": topic, "state": "Conflict", "message": f"Managed by {t.a}/first"}
+    ]
+    # Both resync (lastSync moves on, EBB_RESYNC_SECONDS=2) and the owner's setting is what stays.
+    for namespace, name in ((t.a, "first"), (t.b, "second")):
+
+        def last_sync(namespace: str = namespace, name: str = name) -> str:
+            obj = t.cp.kubectl_json("get", "-n", namespace, "compactionconfigs", name)
+            return str(obj["status"]["lastSync"])
+
+        synced = last_sync()
+        deadline = time.monotonic() + 60
+        while last_sync() == synced:
+            assert time.monotonic() < deadline, f"{namespace}/{name} did not resync"
+            time.sleep(0.5)
+    admin = AdminClient({"bootstrap.servers": t.bootstrap})
+    (future,) = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)]).values()
+    assert future.result(30)["min.compaction.lag.ms"].value == "60000"

@@ -91,3 +91,28 @@ def test_commitoffset_allowed_with_infinite_retention_and_max_segment_ms() -> No
         {"cleanup.policy": "compact,delete", "segment.ms": "1000", "max.compaction.lag.ms": "10"}
     )
     assert c.compact and c.delete and c.max_segment_ms == 10
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        ({"retention.ms": "99999999999999999999999"}, "Not a number of type LONG"),
+        ({"retention.ms": str(2**63)}, "Not a number of type LONG"),
+        ({"segment.bytes": str(2**31)}, "Not a number of type INT"),
+        ({"max.message.bytes": "1e6"}, "Not a number of type INT"),
+    ],
+)
+def test_numbers_are_range_checked_as_kafkas_config_def(props: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidConfigError) as exc:
+        LogConfig.parse(props)
+    assert message in str(exc.value)
+    assert LogConfig.parse({"retention.ms": f" {2**63 - 1} "}).retention_ms == 2**63 - 1
+
+
+def test_broker_numbers_and_connection_overrides_are_checked() -> None:
+    with pytest.raises(InvalidConfigError, match="Not a number of type INT"):
+        BrokerConfig.parse({"socket.request.max.bytes": str(2**31)})
+    with pytest.raises(InvalidConfigError, match="host:count"):
+        BrokerConfig.parse({"max.connections.per.ip.overrides": "10.0.0.1"})
+    cfg = BrokerConfig.parse({"max.connections.per.ip.overrides": "10.0.0.1:5, db.local:2"})
+    assert cfg.connections_per_ip_overrides == {"10.0.0.1": 5, "db.local": 2}

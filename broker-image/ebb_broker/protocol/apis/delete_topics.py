@@ -2,9 +2,13 @@
 
 Behaviour:
 - Deletes the topic's partitions and data at once (Kafka renames to -delete and removes async).
-- `__consumer_offsets` is refused with INVALID_REQUEST: deleting it would lose every group's
-  offsets. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION; deletion by topic id (v6) answers
-  UNKNOWN_TOPIC_ID, since topic ids are not implemented.
+- Needs DELETE on the CLUSTER, or DESCRIBE and DELETE on the TOPIC: a topic the session may not
+  describe answers TOPIC_AUTHORIZATION_FAILED whether it exists or not; one it may describe but not
+  delete, TOPIC_AUTHORIZATION_FAILED; nothing of it is deleted.
+- `__consumer_offsets` and `__transaction_state` are refused with INVALID_REQUEST: deleting them
+  would lose every group's offsets or every transaction's state. Unknown topics get
+  UNKNOWN_TOPIC_OR_PARTITION; deletion by topic id (v6) answers UNKNOWN_TOPIC_ID, since topic ids
+  are not implemented.
 
 Version notes:
 - v1: throttle time. v4: flexible. v5: error message. v6: topics by name or id.
@@ -18,7 +22,9 @@ from typing import Any
 from kafka.errors import InvalidRequestError, UnknownTopicIdError, UnknownTopicOrPartitionError
 
 from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC
+from ebb_broker.coordinator.transaction_records import TRANSACTION_STATE_TOPIC
 from ebb_broker.log.errors import LogError
+from ebb_broker.protocol.authz import CLUSTER, TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
@@ -32,6 +38,8 @@ def _delete(broker: Broker, name: str | None) -> tuple[int, str | None]:
         return UnknownTopicIdError.errno, "topic ids are not supported: delete by name"
     if name == OFFSETS_TOPIC:
         return InvalidRequestError.errno, f"{OFFSETS_TOPIC} holds every group's offsets and cannot be deleted"
+    if name == TRANSACTION_STATE_TOPIC:
+        return InvalidRequestError.errno, f"{name} holds every transaction's state and cannot be deleted"
     if name not in broker.logs.topics():
         return UnknownTopicOrPartitionError.errno, f"topic {name!r} does not exist"
     try:
@@ -46,8 +54,21 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
     names = [t.name for t in request.topics] if ctx.api_version >= 6 else list(request.topic_names)
     results = []
+    # DELETE on the CLUSTER; else DESCRIBE and DELETE on each TOPIC (Kafka's ControllerApis).
+    may_delete_any = allowed(ctx, Op.DELETE, CLUSTER)
     for name in names:
-        err, msg = _delete(ctx.broker, name)
+        msg: str | None
+        if name is not None and not may_delete_any and not allowed(ctx, Op.DESCRIBE, TOPIC, name):
+            err, msg = TOPIC_AUTHORIZATION_FAILED, "DESCRIBE on the topic is not allowed"
+        elif (
+            name is not None
+            and not may_delete_any
+            and name in ctx.broker.logs.topics()
+            and not allowed(ctx, Op.DELETE, TOPIC, name)
+        ):
+            err, msg = TOPIC_AUTHORIZATION_FAILED, "DELETE on the topic is not allowed"
+        else:
+            err, msg = _delete(ctx.broker, name)
         results.append(cls.DeletableTopicResult(name=name, error_code=err, error_message=msg))
     return ctx.response(throttle_time_ms=0, responses=results)
 

@@ -2,10 +2,21 @@
 
 Behaviour:
 - Topics (resource type 2): every topic config of the engine with its effective value, source
-  and type; named keys restrict the list. Brokers (type 4, this broker's id or ""): the static
-  broker configs. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, other resource types
-  INVALID_REQUEST, each in its own result.
-- Synonyms: the value's own source only (Kafka lists the whole synonym chain).
+  (an override, or the broker level it inherits from: this broker's or the cluster's dynamic
+  config, the static config, the default) and type; named keys restrict the list.
+- Brokers (type 4): this broker's id lists every broker config with its effective value, its
+  synonym chain (dynamic broker, dynamic default, static, default) and read_only false only for
+  the dynamic keys; "" lists the cluster-wide dynamic defaults that are set, as Kafka does.
+  Passwords and private keys have a null value (in the synonyms too) and is_sensitive, as Kafka's
+  PASSWORD type.
+- Groups (type 32, KIP-848): `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms`
+  with Kafka's defaults (45000, 5000) for any group, read-only (Kafka lets them be altered and
+  also lists its share- and streams-group configs).
+- Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, other resources INVALID_REQUEST, each in its own
+  result.
+- Needs DESCRIBE_CONFIGS on the TOPIC (else TOPIC_AUTHORIZATION_FAILED), the GROUP (else
+  GROUP_AUTHORIZATION_FAILED) or, for a broker, the CLUSTER (else CLUSTER_AUTHORIZATION_FAILED), per
+  resource.
 
 Version notes:
 - v1: config source and synonyms. v3: config type and documentation (documentation is null).
@@ -18,58 +29,78 @@ from typing import Any
 
 from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError
 
+from ebb_broker.dynamic_config import ConfigSource, Synonym
+from ebb_broker.protocol.alter import config_refusal
+from ebb_broker.protocol.authz import Op
 from ebb_broker.protocol.configs import (
     RESOURCE_BROKER,
+    RESOURCE_GROUP,
     RESOURCE_TOPIC,
+    Described,
     config_type,
     describe_broker,
+    describe_broker_defaults,
+    describe_group,
     describe_topic,
+    is_sensitive,
     render,
 )
-from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.registry import register
 
 API_KEY = 32
 
 
+def _entries(broker: Broker, resource_type: int, name: str) -> tuple[int, str | None, list[Described]]:
+    if resource_type == RESOURCE_TOPIC:
+        if name not in broker.logs.topics():
+            return UnknownTopicOrPartitionError.errno, f"topic {name!r} does not exist", []
+        return (
+            0,
+            None,
+            [Described(k, v, src, False, [Synonym(k, v, src)]) for k, v, src in describe_topic(broker, name)],
+        )
+    if resource_type == RESOURCE_BROKER and name == "":
+        return 0, None, describe_broker_defaults(broker.dynamic_config)
+    if resource_type == RESOURCE_BROKER and name == str(broker.identity.node_id):
+        return 0, None, describe_broker(broker.config, broker.dynamic_config)
+    if resource_type == RESOURCE_GROUP:
+        return 0, None, describe_group()
+    return InvalidRequestError.errno, f"resource type {resource_type} {name!r} unknown", []
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    broker = ctx.broker
     cls = ctx.response_class
     R = cls.DescribeConfigsResult
     C = R.DescribeConfigsResourceResult
     results = []
     for res in request.resources:
-        entries: list[tuple[str, Any, Any]] | None = None
-        err, msg = 0, None
-        if res.resource_type == RESOURCE_TOPIC:
-            if res.resource_name in broker.logs.topics():
-                entries = describe_topic(broker, res.resource_name)
-            else:
-                err, msg = UnknownTopicOrPartitionError.errno, f"topic {res.resource_name!r} does not exist"
-        elif res.resource_type == RESOURCE_BROKER and res.resource_name in ("", str(broker.identity.node_id)):
-            entries = describe_broker(broker.config)
-        else:
-            err, msg = (
-                InvalidRequestError.errno,
-                f"resource type {res.resource_type} {res.resource_name!r} unknown",
-            )
+        refused = config_refusal(ctx, Op.DESCRIBE_CONFIGS, res.resource_type, res.resource_name)
+        err, msg, entries = (
+            (*refused, [])
+            if refused is not None
+            else _entries(ctx.broker, res.resource_type, res.resource_name)
+        )
         wanted = set(res.configuration_keys) if res.configuration_keys else None
         configs = [
             C(
-                name=k,
-                value=render(v),
-                read_only=res.resource_type == RESOURCE_BROKER,
-                config_source=int(src),
-                is_default=src == 5,
-                is_sensitive=False,
-                synonyms=[C.DescribeConfigsSynonym(name=k, value=render(v), source=int(src))]
+                name=e.name,
+                value=render(e.value),
+                read_only=e.read_only,
+                config_source=int(e.source),
+                is_default=e.source == ConfigSource.DEFAULT_CONFIG,
+                is_sensitive=is_sensitive(e.name),
+                synonyms=[
+                    C.DescribeConfigsSynonym(name=s.name, value=render(s.value), source=int(s.source))
+                    for s in e.synonyms
+                ]
                 if request.include_synonyms
                 else [],
-                config_type=int(config_type(k, v)),
+                config_type=int(config_type(e.name, e.value)),
                 documentation=None,
             )
-            for k, v, src in (entries or [])
-            if wanted is None or k in wanted
+            for e in entries
+            if wanted is None or e.name in wanted
         ]
         results.append(
             R(

@@ -3,7 +3,8 @@
 Behaviour:
 - State, protocol type, chosen protocol and members with their metadata and assignment.
 - An unknown group is described as Dead with error NONE (Kafka before v6).
-- Authorized operations are not computed (no ACLs): -2147483648 ("not requested") is returned.
+- Needs DESCRIBE on each GROUP (else GROUP_AUTHORIZATION_FAILED in its entry, which is kept).
+  Authorized operations are computed when requested (v3+), else -2147483648.
 
 Version notes:
 - v1: throttle time. v3: authorized operations. v4: group instance id. v5: flexible.
@@ -14,18 +15,40 @@ from __future__ import annotations
 
 from typing import Any
 
+from ebb_broker.protocol.authz import (
+    GROUP,
+    GROUP_AUTHORIZATION_FAILED,
+    NOT_REQUESTED,
+    Op,
+    allowed,
+    authorized_operations,
+)
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 
 API_KEY = 15
-_NOT_REQUESTED = None  # the codec writes None as -2147483648: "not requested" (no ACLs)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
     M = cls.DescribedGroup.DescribedGroupMember
     described = []
+    want_ops = ctx.api_version >= 3 and request.include_authorized_operations
     for group_id in request.groups:
+        if not allowed(ctx, Op.DESCRIBE, GROUP, group_id):
+            described.append(
+                cls.DescribedGroup(
+                    error_code=GROUP_AUTHORIZATION_FAILED,
+                    group_id=group_id,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=[],
+                    authorized_operations=NOT_REQUESTED,
+                )
+            )
+            continue
+        ops = authorized_operations(ctx, GROUP, group_id) if want_ops else NOT_REQUESTED
         g = ctx.broker.groups.groups.get(group_id)
         if g is None:
             described.append(
@@ -36,7 +59,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     protocol_type="",
                     protocol_data="",
                     members=[],
-                    authorized_operations=_NOT_REQUESTED,
+                    authorized_operations=ops,
                 )
             )
             continue
@@ -59,7 +82,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 protocol_type=g.protocol_type or "",
                 protocol_data=g.protocol or "",
                 members=members,
-                authorized_operations=_NOT_REQUESTED,
+                authorized_operations=ops,
             )
         )
     return ctx.response(throttle_time_ms=0, groups=described)

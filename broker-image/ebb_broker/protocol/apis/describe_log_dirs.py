@@ -3,7 +3,8 @@
 Behaviour:
 - One log directory (the --data-dir) with the size in bytes of each requested partition (null
   topics = all), offset lag 0 and no future replicas; v4 adds the file system's total and
-  usable bytes. The operator reads reclaimed bytes from it before and after DeleteRecords.
+  usable bytes. Needs DESCRIBE on the CLUSTER (else CLUSTER_AUTHORIZATION_FAILED at the top level
+  and no results, as Kafka). The operator reads reclaimed bytes from it before and after DeleteRecords.
 
 Version notes:
 - v1: no change. v2: flexible. v3: top-level error code. v4: total and usable bytes (KIP-827).
@@ -15,6 +16,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
+from ebb_broker.protocol.authz import CLUSTER, CLUSTER_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import has_partition
@@ -23,6 +25,8 @@ API_KEY = 35
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not allowed(ctx, Op.DESCRIBE, CLUSTER):
+        return ctx.response(throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED, results=[])
     logs = ctx.broker.logs
     all_topics = logs.topics()
     cls = ctx.response_class

@@ -1,8 +1,11 @@
 """Heartbeat: v0-4 (API key 12)
 
 Behaviour:
-- Keeps the member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin.
-- UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION as Kafka's classic coordinator returns them.
+- Keeps the member's session alive (session.timeout.ms from its JoinGroup); REBALANCE_IN_PROGRESS
+  tells it to rejoin.
+- UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION as Kafka's classic coordinator returns them;
+  FENCED_INSTANCE_ID for a static member's id that a restarted instance replaced (KIP-345).
+- Needs READ on the GROUP (else GROUP_AUTHORIZATION_FAILED, the whole response).
 
 Version notes:
 - v1: throttle time. v3: group instance id. v4: flexible.
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ebb_broker.protocol.authz import GROUP, GROUP_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 
@@ -19,6 +23,8 @@ API_KEY = 12
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not allowed(ctx, Op.READ, GROUP, request.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED)
     error = ctx.broker.groups.heartbeat(
         request.group_id,
         request.generation_id,

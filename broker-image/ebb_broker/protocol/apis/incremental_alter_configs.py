@@ -4,8 +4,17 @@ Behaviour:
 - Topic resources, operations SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) on the topic's
   overrides (APPEND/SUBTRACT only for list configs: cleanup.policy), KIP-339. The result is
   validated as a whole: a bad key or value answers INVALID_CONFIG and changes nothing.
-- validate_only checks without applying. Broker resources are refused with INVALID_REQUEST
-  (dynamic broker configs are not supported); unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+- Broker resources (this broker's id, or "" for the cluster-wide default, what `kafka-configs
+  --entity-type brokers --entity-default` sends): the same operations on the dynamic broker configs
+  of that level (APPEND/SUBTRACT on log.cleanup.policy); only dynamic keys are accepted (the broker
+  defaults of topic configs, see docs/broker.md), others get INVALID_REQUEST "Cannot update these
+  configs dynamically", as does a bad value. The change is persisted in the data directory and takes
+  effect at once, for every topic without its own override.
+- validate_only checks without applying. Group resources are refused (read-only here); unknown
+  topics get UNKNOWN_TOPIC_OR_PARTITION.
+- Needs ALTER_CONFIGS on the TOPIC (else TOPIC_AUTHORIZATION_FAILED), the GROUP (else
+  GROUP_AUTHORIZATION_FAILED) or, for a broker, the CLUSTER (else CLUSTER_AUTHORIZATION_FAILED), per
+  resource; nothing of it changes.
 
 Version notes:
 - v1: flexible.
@@ -17,7 +26,8 @@ import functools
 from typing import Any
 
 from ebb_broker.log.errors import InvalidConfigError
-from ebb_broker.protocol.alter import apply_topic_overrides
+from ebb_broker.protocol.alter import apply_topic_overrides, config_refusal
+from ebb_broker.protocol.authz import Op
 from ebb_broker.protocol.configs import LIST_KEYS
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -56,8 +66,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
     out = []
     for res in request.resources:
+        refused = config_refusal(ctx, Op.ALTER_CONFIGS, res.resource_type, res.resource_name)
         ops = [(c.name, c.config_operation, c.value) for c in res.configs]
-        err, msg = apply_topic_overrides(
+        err, msg = refused or apply_topic_overrides(
             ctx.broker,
             res.resource_type,
             res.resource_name,

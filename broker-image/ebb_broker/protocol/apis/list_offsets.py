@@ -2,14 +2,17 @@
 
 Behaviour:
 - Timestamp -2 (EARLIEST) answers the log start offset (KIP-107), -1 (LATEST) the high
-  watermark, -3 (MAX_TIMESTAMP, KIP-734) the offset of the largest timestamp; any other
+  watermark, -3 (MAX_TIMESTAMP, KIP-734) the first record carrying the largest timestamp (as
+  Kafka 4: from the segment's offsetOfMaxTimestamp, rebuilt from batch headers after a restart,
+  then the batch decoded); any other
   timestamp the first offset whose timestamp is at or after it (the time index), or offset -1
   and timestamp -1 when no record is that recent.
-- Errors are per partition.
+- With isolation level read_committed (v2+), LATEST answers the last stable offset (KIP-98).
+- Errors are per partition. Needs DESCRIBE on each TOPIC (else TOPIC_AUTHORIZATION_FAILED).
 
 Version notes:
 - v1: single offset and timestamp (v0's offset arrays are not advertised).
-- v2: isolation level (read_committed = read_uncommitted: no transactions). v4: leader epoch.
+- v2: isolation level. v4: leader epoch.
 - v6: flexible. v7: MAX_TIMESTAMP. v8+ (-4 local / -5 tiered) are not advertised.
 """
 
@@ -20,12 +23,15 @@ from typing import Any
 from kafka.errors import UnknownTopicOrPartitionError
 
 from ebb_broker.log.errors import LogError
+from ebb_broker.protocol.authz import TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, denied
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import has_partition
 
 API_KEY = 2
+LATEST = -1
+READ_COMMITTED = 1
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -34,18 +40,26 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
     T = cls.ListOffsetsTopicResponse
     P = T.ListOffsetsPartitionResponse
+    read_committed = ctx.api_version >= 2 and request.isolation_level == READ_COMMITTED
+    hidden = denied(ctx, Op.DESCRIBE, TOPIC, (t.name for t in request.topics))
     out = []
     for t in request.topics:
         parts = []
         for p in t.partitions:
             err, offset, ts = 0, -1, -1
-            if not has_partition(topics, t.name, p.partition_index):
+            if t.name in hidden:
+                err = TOPIC_AUTHORIZATION_FAILED
+            elif not has_partition(topics, t.name, p.partition_index):
                 err = UnknownTopicOrPartitionError.errno
             else:
                 try:
-                    found = logs.get_log(t.name, p.partition_index).offset_for_timestamp(p.timestamp)
-                    if found is not None:
-                        offset, ts = found
+                    plog = logs.get_log(t.name, p.partition_index)
+                    if read_committed and p.timestamp == LATEST:
+                        offset, ts = plog.last_stable_offset, -1
+                    else:
+                        found = plog.offset_for_timestamp(p.timestamp)
+                        if found is not None:
+                            offset, ts = found
                 except LogError as exc:
                     err = error_code(exc)
             parts.append(

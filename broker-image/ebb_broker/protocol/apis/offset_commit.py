@@ -2,13 +2,19 @@
 
 Behaviour:
 - Generation -1 with an empty member id commits for an empty (or unknown) group, as the admin
-  client and standalone consumers do; otherwise the member and generation must be current.
+  client and standalone consumers do; otherwise the member and generation must be current
+  (ILLEGAL_GENERATION for an older generation, FENCED_INSTANCE_ID for a stale static member id,
+  REBALANCE_IN_PROGRESS while the group completes a rebalance). A member's commit keeps its
+  session alive.
 - Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest are written to
   `__consumer_offsets` (OffsetCommitValue v3) in one batch before the response.
-- Metadata longer than 4096 bytes gets OFFSET_METADATA_TOO_LARGE (offset.metadata.max.bytes).
+- Needs READ on the GROUP (else every partition GROUP_AUTHORIZATION_FAILED, nothing committed) and
+  READ on each TOPIC (else its partitions TOPIC_AUTHORIZATION_FAILED), as Kafka's KafkaApis.
+- Metadata longer than offset.metadata.max.bytes (4096) gets OFFSET_METADATA_TOO_LARGE.
 
 Version notes:
-- v2-4: retention time, ignored (Kafka 2.1+ keeps offsets by offsets.retention.minutes).
+- v2-4: retention time, ignored: offsets expire by offsets.retention.minutes (KIP-211).
+- v9: GROUP_ID_NOT_FOUND for a member's commit to an unknown group (ILLEGAL_GENERATION before).
 - v3: throttle time. v6: leader epoch. v7: group instance id. v8: flexible.
 - v10 (topic ids) is not advertised.
 """
@@ -20,24 +26,39 @@ from typing import Any
 
 from kafka.errors import OffsetMetadataTooLargeError, UnknownTopicOrPartitionError
 
-from ebb_broker.coordinator.group_coordinator import CommittedOffset
+from ebb_broker.coordinator.offsets import CommittedOffset
+from ebb_broker.protocol.authz import (
+    GROUP,
+    GROUP_AUTHORIZATION_FAILED,
+    TOPIC,
+    TOPIC_AUTHORIZATION_FAILED,
+    Op,
+    allowed,
+    denied,
+)
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import has_partition
 
 API_KEY = 8
-MAX_METADATA_BYTES = 4096
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     groups = ctx.broker.groups
     topics = ctx.broker.logs.topics()
-    group_error = groups.check_commit(
-        request.group_id,
-        request.generation_id_or_member_epoch,
-        request.member_id or "",
-        request.group_instance_id if ctx.api_version >= 7 else None,
+    # READ on the GROUP first (else every partition GROUP_AUTHORIZATION_FAILED), then READ per TOPIC.
+    group_error = (
+        groups.validate_commit(
+            request.group_id,
+            request.generation_id_or_member_epoch,
+            request.member_id or "",
+            request.group_instance_id if ctx.api_version >= 7 else None,
+            ctx.api_version,
+        )
+        if allowed(ctx, Op.READ, GROUP, request.group_id)
+        else GROUP_AUTHORIZATION_FAILED
     )
+    unreadable = denied(ctx, Op.READ, TOPIC, (t.name for t in request.topics))
     now = int(time.time() * 1000)
     commits: dict[tuple[str, int], CommittedOffset] = {}
     errors: dict[tuple[str, int], int] = {}
@@ -47,9 +68,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             metadata = p.committed_metadata or ""
             if group_error:
                 errors[tp] = group_error
+            elif t.name in unreadable:
+                errors[tp] = TOPIC_AUTHORIZATION_FAILED
             elif not has_partition(topics, t.name, p.partition_index):
                 errors[tp] = UnknownTopicOrPartitionError.errno
-            elif len(metadata.encode()) > MAX_METADATA_BYTES:
+            elif len(metadata.encode()) > groups.config.offset_metadata_max_bytes:
                 errors[tp] = OffsetMetadataTooLargeError.errno
             else:
                 epoch = p.committed_leader_epoch if ctx.api_version >= 6 else -1

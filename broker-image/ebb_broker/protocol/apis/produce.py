@@ -3,16 +3,30 @@
 Behaviour:
 - v0-2 are advertised and answered with UNSUPPORTED_VERSION per partition, as Kafka 4 does
   (KAFKA-18659): librdkafka before 2.11.1 drops compression unless Produce v0 is advertised.
-- Batches are handed to the engine as received (opaque bytes: it validates header and CRC-32C,
-  stamps offsets, checks idempotent sequences); errors are per partition.
+- Each partition's batch goes to the engine, which validates it record by record as Kafka's
+  LogValidator does (one batch per partition, CRC-32C, count, record structure, offset deltas, keys
+  on compacted topics, timestamps against message.timestamp.{before,after}.max.ms, bounded
+  decompression), assigns the offsets itself, applies the topic's compression.type and checks
+  idempotent sequences; errors are per partition.
+- Refused records are named (KIP-467): INVALID_RECORD or INVALID_TIMESTAMP with `record_errors`
+  (batch index and message per culprit record) and an `error_message`; other refusals carry an
+  `error_message` too.
 - acks=0 gets no response. acks=1 and acks=-1 are the same on one node (the append is done
   before the response; durability follows log.flush.interval.messages like Kafka).
 - Unknown topics answer UNKNOWN_TOPIC_OR_PARTITION (clients create them through Metadata).
-- Transactional produce is refused with INVALID_REQUEST: transactions are not implemented.
+- Transactional produce (KIP-98): each partition must be in the producer's ongoing transaction
+  (AddPartitionsToTxn) with its current epoch, as Kafka's transaction verification checks (KIP-890):
+  INVALID_TXN_STATE, PRODUCER_FENCED or INVALID_PRODUCER_ID_MAPPING per partition otherwise. The
+  batches then open (or continue) the producer's transaction in the log.
+- Authorization (Kafka's KafkaApis): a request holding transactional batches needs a transactional id
+  and WRITE on it (else every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each TOPIC
+  (else its partitions TOPIC_AUTHORIZATION_FAILED, nothing appended); no IDEMPOTENT_WRITE check
+  (KIP-679).
 
 Version notes:
 - v2: log append time. v3: transactional id, v2 batches only. v5: log start offset.
-- v8: record errors and error message. v9: flexible. v10-12: current leader / node endpoints
+- v7: zstd (KIP-110); a zstd batch in v3-6 gets UNSUPPORTED_COMPRESSION_TYPE, as in Kafka.
+- v8: record errors and error message (KIP-467). v9: flexible. v10-12: current leader / node endpoints
   (tagged, left empty). v13 (topic ids) is not advertised.
 """
 
@@ -20,16 +34,48 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError, UnsupportedVersionError
+from kafka.errors import (
+    UnknownTopicOrPartitionError,
+    UnsupportedCompressionTypeError,
+    UnsupportedVersionError,
+)
 
-from ebb_broker.log.errors import LogError
+from ebb_broker.log.errors import LogError, RecordValidationError
+from ebb_broker.log.records import HEADER_SIZE, TRANSACTIONAL_MASK, read_header
+from ebb_broker.protocol.authz import (
+    TOPIC,
+    TOPIC_AUTHORIZATION_FAILED,
+    TRANSACTIONAL_ID,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    Op,
+    allowed,
+    denied,
+)
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import has_partition
+from ebb_broker.protocol.transactions import fenced_as, transaction_coordinator
 
 API_KEY = 0
 FIRST_SERVED_VERSION = 3
+FIRST_ZSTD_VERSION = 7  # KIP-110
+ZSTD = 4
+
+
+def _codec(records: bytes | None) -> int:
+    """The compression codec of the batch's attributes (-1 when there is no header to read)."""
+    return records[22] & 0x07 if records is not None and len(records) > 22 else -1
+
+
+def _is_transactional(records: bytes | None) -> bool:
+    """The batch's transactional attribute (False when there is no header to read)."""
+    return records is not None and len(records) > 22 and bool(records[22] & TRANSACTIONAL_MASK)
+
+
+def _has_transactional_records(request: Any) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords."""
+    return any(_is_transactional(p.records) for t in request.topic_data for p in t.partition_data)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -40,24 +86,47 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     refuse: tuple[int, str] | None = None
     if ctx.api_version < FIRST_SERVED_VERSION:
         refuse = (UnsupportedVersionError.errno, "Produce v0-2 (message format v0/v1) is not supported")
-    elif request.transactional_id is not None:
-        refuse = (InvalidRequestError.errno, "transactions are not supported by ebb-broker")
+    elif _has_transactional_records(request) and (
+        request.transactional_id is None
+        or not allowed(ctx, Op.WRITE, TRANSACTIONAL_ID, request.transactional_id)
+    ):
+        refuse = (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "WRITE on the transactional id is not allowed")
     topics = broker.logs.topics()
+    unwritable = denied(ctx, Op.WRITE, TOPIC, (t.name for t in request.topic_data))
     responses = []
     appended = False
     for t in request.topic_data:
         parts = []
         for p in t.partition_data:
             err, msg, base, append_time, start = 0, None, -1, -1, -1
+            record_errors: list[Any] = []
             if refuse is not None:
                 err, msg = refuse
+            elif t.name in unwritable:
+                err = TOPIC_AUTHORIZATION_FAILED
             elif not has_partition(topics, t.name, p.index):
                 err = UnknownTopicOrPartitionError.errno
+            elif ctx.api_version < FIRST_ZSTD_VERSION and _codec(p.records) == ZSTD:
+                err, msg = UnsupportedCompressionTypeError.errno, "zstd needs Produce v7 or later"
+            elif request.transactional_id is not None and (
+                txn_error := _verify_transactional(ctx, request.transactional_id, t.name, p.index, p.records)
+            ):
+                # the produce path reports a stale epoch as INVALID_PRODUCER_EPOCH, as Kafka's does
+                err = fenced_as(txn_error, 0, 1)
+                msg = "the partition is not part of the producer's ongoing transaction"
             else:
                 try:
                     info = broker.logs.get_log(t.name, p.index).append(p.records or b"")
                     base, append_time, start = info.base_offset, info.log_append_time, info.log_start_offset
                     appended = True
+                except RecordValidationError as exc:  # KIP-467: name the refused records
+                    err, msg = error_code(exc), str(exc)
+                    record_errors = [
+                        P.BatchIndexAndErrorMessage(
+                            batch_index=e.batch_index, batch_index_error_message=e.message
+                        )
+                        for e in exc.record_errors
+                    ]
                 except LogError as exc:
                     err, msg = error_code(exc), str(exc)
             parts.append(
@@ -67,7 +136,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     base_offset=base,
                     log_append_time_ms=append_time,
                     log_start_offset=start,
-                    record_errors=[],
+                    record_errors=record_errors,
                     error_message=msg,
                 )
             )
@@ -77,6 +146,22 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if request.acks == 0:
         return None
     return ctx.response(responses=responses, throttle_time_ms=0)
+
+
+def _verify_transactional(
+    ctx: RequestContext, transactional_id: str, topic: str, partition: int, records: Any
+) -> int:
+    """Kafka's transaction verification of a transactional batch (0: the write may go ahead; batches
+    that are not transactional are not verified, as in Kafka)."""
+    data = bytes(records or b"")
+    if len(data) < HEADER_SIZE:
+        return 0  # the engine refuses what is not a batch
+    header = read_header(data)
+    if not header.is_transactional:
+        return 0
+    return transaction_coordinator(ctx).verify(
+        transactional_id, header.producer_id, header.producer_epoch, (topic, partition)
+    )
 
 
 register(API_KEY, 0, 12, handle, rejected_below=FIRST_SERVED_VERSION)

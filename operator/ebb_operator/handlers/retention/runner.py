@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -254,8 +255,9 @@ class PolicyRunner:
         rt = self.rt
         target = await cluster.resolve(rt, self.namespace, spec.cluster_ref, spec.cluster)
         metadata = await rt.admins.call(target.connection, lambda a: a.metadata())
-        matched = sorted(t for t in metadata.topics if spec.topics.matches(t))
-        target.access.check_retention_policy(spec, matched)  # Forbidden: nothing was sent to Kafka
+        matched = await asyncio.to_thread(spec.topics.select, metadata.topics)
+        # Forbidden: nothing was sent to Kafka.
+        await asyncio.to_thread(target.access.check_retention_policy, spec, matched)
         self._matched(bool(matched))
         if not matched:
             self._plan = RunPlan(
@@ -381,3 +383,5 @@ class PolicyRunner:
             metrics.POLICY_LIMITING_LAG_RECORDS.labels(*labels, topic, group).set(g.lag_records)
             metrics.POLICY_LIMITING_LAG_BYTES.labels(*labels, topic, group).set(g.lag_bytes)
         self._limiting = set(limiting)
+        held = Counter(g for t in plan.topics for p in t.held for g in p.blocking_groups)
+        metrics.set_held_by_group(self.namespace, self.name, held)

@@ -19,8 +19,11 @@ from ebb_broker.coordinator.offsets_records import (
 def test_partition_for_matches_java_string_hashcode() -> None:
     # "hello".hashCode() == 99162322 in Java.
     assert partition_for("hello", 50) == 99162322 % 50
-    # "polygenelubricants".hashCode() == Integer.MIN_VALUE; Kafka's Utils.abs masks it to 0.
+    # "polygenelubricants".hashCode() == Integer.MIN_VALUE; Kafka's Utils.abs maps it to 0.
     assert partition_for("polygenelubricants", 50) == 0
+    # A negative hashCode: Utils.abs is Math.abs, not a mask of the sign bit. "Hello World!" hashes to
+    # -969099747 in Java: Math.abs gives 969099747 (% 50 == 47), the mask 1178383901 (% 50 == 1).
+    assert partition_for("Hello World!", 50) == 47
     # Non-ASCII runs over UTF-16 code units: "é" is 0xE9, one unit.
     assert partition_for("é", 1000) == 0xE9 % 1000
 

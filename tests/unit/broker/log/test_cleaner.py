@@ -191,8 +191,12 @@ def test_explicit_tombstones_keep_their_payload_until_removed(make_log, clock: C
 
     lg = make_log(cleanup_policy="compact", delete_retention_ms=1000, tombstone_null_value_enable="false")
     _keyed(lg, [1, 2])
-    lg.append(build_batch([NewRecord(b"1", b"deleted by job 42", attributes=0x01)]))
-    lg.append(build_batch([NewRecord(b"2", b"deleted by job 43", headers=(("ebb.tombstone", b""),))]))
+    lg.append(build_batch([NewRecord(b"1", b"deleted by job 42", attributes=0x01)], timestamp_ms=clock.now))
+    lg.append(
+        build_batch(
+            [NewRecord(b"2", b"deleted by job 43", headers=(("ebb.tombstone", b""),))], timestamp_ms=clock.now
+        )
+    )
     lg.roll()
     cleaner = _cleaner(clock)
     cleaner.clean(lg, 0, 4)
@@ -214,8 +218,10 @@ def test_compressed_batches_are_cleaned_and_keep_their_codec(make_log, clock: Cl
     for r in range(3):  # each batch holds every key once, with a shuffled order, so batches are partly kept
         keys = [b"k%d" % ((i * 7 + r) % 10) for i in range(10)]
         recs = [NewRecord(k, b"round-%d" % r) for k in keys]
-        lg.append(build_batch(recs, compression=Compression[codec]))
-    lg.append(build_batch([NewRecord(b"k1", b"latest")], compression=Compression[codec]))
+        lg.append(build_batch(recs, compression=Compression[codec], timestamp_ms=clock.now))
+    lg.append(
+        build_batch([NewRecord(b"k1", b"latest")], compression=Compression[codec], timestamp_ms=clock.now)
+    )
     lg.roll()
     _cleaner(clock).clean(lg, 0, lg.log_end_offset)
     values = {k: v for _o, k, v in _records(lg)}
@@ -234,7 +240,9 @@ def test_cleaner_retains_each_producers_last_sequence(manager, clock: Clock) -> 
     mgr = manager()
     mgr.create_topic("t", 1, {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"})
     lg = mgr.get_log("t", 0)
-    idempotent = build_batch([NewRecord(b"k", b"old")], producer_id=5, producer_epoch=0, base_sequence=0)
+    idempotent = build_batch(
+        [NewRecord(b"k", b"old")], producer_id=5, producer_epoch=0, base_sequence=0, timestamp_ms=clock.now
+    )
     first = lg.append(idempotent)
     lg.append(batch(b"newer", key=b"k"))  # supersedes the producer's only record
     lg.roll()

@@ -49,3 +49,12 @@ def test_legal_topic_names_pass(name: str) -> None:
 def test_illegal_topic_names_are_refused_with_the_rule(name: str) -> None:
     with pytest.raises(ValueError, match=r"1-249 characters of \[a-zA-Z0-9._-\]"):
         files.check_topic_name(name)
+
+
+def test_delete_dir_name_fits_255_bytes_as_kafka_cuts_it() -> None:
+    unique = "0123456789abcdef" * 2
+    assert files.delete_dir_name("orders", 3, unique) == f"orders-3.{unique}-delete"
+    longest = files.delete_dir_name("n" * 249, 10_000, unique)
+    assert len(longest) == 255
+    assert longest.endswith(f"-10000.{unique}-delete")
+    assert longest.startswith("n" * (255 - len(f"-10000.{unique}-delete")))

@@ -15,8 +15,10 @@ from ebb_broker.log.errors import (
     OutOfOrderSequenceError,
     PolicyViolationError,
     RecordTooLargeError,
-    UnsupportedFeatureError,
+    RecordValidationError,
 )
+from ebb_broker.log.log import Log
+from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.records import NewRecord, Record, build_batch, encode_batch, read_header, validate_batch
 from tests.unit.broker.log.log_helpers import T0, Clock, batch, read_all
 
@@ -35,10 +37,14 @@ def test_append_assigns_offsets_and_hw_follows_leo(make_log) -> None:  # type: i
     lg = make_log()
     info = lg.append(batch(b"a", b"b", b"c"))
     assert (info.base_offset, info.last_offset, info.log_append_time) == (0, 2, -1)
-    info = lg.append(batch(b"d") + batch(b"e", b"f"))  # two batches in one request
-    assert (info.base_offset, info.last_offset) == (3, 5)
-    assert lg.high_watermark == lg.log_end_offset == 6
-    assert [v for _o, _k, v in read_all(lg)] == [b"a", b"b", b"c", b"d", b"e", b"f"]
+    info = lg.append(batch(b"d", b"e"))
+    assert (info.base_offset, info.last_offset) == (3, 4)
+    assert lg.high_watermark == lg.log_end_offset == 5
+    assert [v for _o, _k, v in read_all(lg)] == [b"a", b"b", b"c", b"d", b"e"]
+    # Produce v3+ carries exactly one batch per partition (Kafka's ProduceRequest.validateRecords).
+    with pytest.raises(InvalidRecordError, match="exactly one record batch"):
+        lg.append(batch(b"f") + batch(b"g"))
+    assert lg.log_end_offset == 5
 
 
 def test_produced_bytes_are_stored_unchanged_but_for_the_offset(make_log) -> None:  # type: ignore[no-untyped-def]
@@ -68,21 +74,34 @@ def test_bad_input_is_refused_and_nothing_is_written(make_log) -> None:  # type:
     corrupt = bytearray(batch(b"bad"))
     corrupt[-1] ^= 0xFF
     with pytest.raises(CorruptRecordError, match="CRC"):
-        lg.append(good + bytes(corrupt))
-    with pytest.raises(CorruptRecordError):
+        lg.append(bytes(corrupt))
+    with pytest.raises(CorruptRecordError, match="claims length"):
+        lg.append(good[:-2])
+    with pytest.raises(InvalidRecordError, match="exactly one record batch"):
         lg.append(good + b"\x00\x01")
     with pytest.raises(RecordTooLargeError, match=r"max\.message\.bytes"):
         lg.append(batch(b"x" * 600))
     txn = encode_batch([Record(0, T0, b"k", b"v")], base_offset=0, is_transactional=True)
-    with pytest.raises(UnsupportedFeatureError):
-        lg.append(txn)
+    with pytest.raises(InvalidRecordError, match="producer id"):
+        lg.append(txn)  # transactional without a producer id
+    control = encode_batch(
+        [Record(0, T0, b"\x00\x00\x00\x01", b"")],
+        base_offset=0,
+        producer_id=1,
+        is_transactional=True,
+        is_control=True,
+    )
+    with pytest.raises(InvalidRecordError, match="control records"):
+        lg.append(control)
     assert lg.log_end_offset == 0 and lg.size_in_bytes() == 0
 
 
 def test_compacted_topic_refuses_keyless_records(make_log) -> None:  # type: ignore[no-untyped-def]
     lg = make_log(cleanup_policy="compact")
-    with pytest.raises(InvalidRecordError, match="without key"):
+    with pytest.raises(RecordValidationError, match="without key") as refused:
         lg.append(batch(b"v", key=None))
+    assert isinstance(refused.value.cause, InvalidRecordError)
+    assert [e.batch_index for e in refused.value.record_errors] == [0]
     lg.append(batch(b"v", key=b"k"))
     assert lg.log_end_offset == 1
 
@@ -92,7 +111,13 @@ def test_idempotent_producer_dedup_sequence_and_epoch(make_log) -> None:  # type
 
     def produce(seq: int, epoch: int = 0, n: int = 2) -> object:
         return lg.append(
-            build_batch([NewRecord(b"k", b"v")] * n, producer_id=7, producer_epoch=epoch, base_sequence=seq)
+            build_batch(
+                [NewRecord(b"k", b"v")] * n,
+                producer_id=7,
+                producer_epoch=epoch,
+                base_sequence=seq,
+                timestamp_ms=T0,
+            )
         )
 
     first = produce(0)
@@ -326,3 +351,40 @@ def test_read_stops_before_max_offset(make_log) -> None:  # type: ignore[no-unty
     assert lg.read(3, 1 << 20, max_offset=5).slices == []
     whole = lg.read(0, 1 << 20, max_offset=9)
     assert sum(s.length for s in whole.slices) == 3 * read_header(first).size
+
+
+def test_read_without_min_one_message_gives_no_part_of_a_first_batch(make_log) -> None:  # type: ignore[no-untyped-def]
+    """KIP-74: only the first partition with records may exceed the limit by its first batch; for the
+    others Kafka answers no records rather than an incomplete first batch."""
+    lg = make_log()
+    _fill(lg, 3)
+    assert sum(s.length for s in lg.read(0, ONE - 1).slices) == ONE  # min_one_message: the whole batch
+    assert lg.read(0, ONE - 1, min_one_message=False).slices == []
+    assert sum(s.length for s in lg.read(0, ONE + 5, min_one_message=False).slices) == ONE + 5
+
+
+def test_max_timestamp_is_the_first_record_carrying_it_and_survives_a_restart(tmp_path, clock: Clock) -> None:  # type: ignore[no-untyped-def]
+    """KIP-734: ListOffsets MAX_TIMESTAMP answers the record with the largest timestamp, not the last offset
+    of its batch; the segment's offsetOfMaxTimestamp is rebuilt from the headers after a restart."""
+    config = LogConfig.parse({"segment.bytes": "150"})
+    lg = Log.open(tmp_path / "mt-0", "mt", 0, config, clock=clock)
+    lg.append(batch(b"a", ts=T0 + 1))
+    stamps = [T0, T0 + 5, T0 + 2, T0 + 5, T0 + 4]
+    lg.append(build_batch([NewRecord(b"k", b"v", timestamp=ts) for ts in stamps]))  # offsets 1..5
+    lg.append(batch(b"b", ts=T0 + 3))
+    assert lg.offset_for_timestamp(-3) == (2, T0 + 5)
+    assert len(lg.segments()) > 1  # the maximum is found across segments
+    lg.close()
+    again = Log.open(tmp_path / "mt-0", "mt", 0, config, clock=clock, clean_shutdown=True)
+    try:
+        assert again.offset_for_timestamp(-3) == (2, T0 + 5)
+    finally:
+        again.close()
+
+
+def test_flush_messages_fsyncs_every_n_records(make_log) -> None:  # type: ignore[no-untyped-def]
+    lg = make_log(flush_messages="3")
+    lg.append(batch(b"a", b"b"))
+    assert lg.recovery_point == 0
+    lg.append(batch(b"c"))
+    assert lg.recovery_point == 3  # fsynced up to the log end once 3 records were unflushed

@@ -12,10 +12,11 @@ from ebb_broker.log.checkpoint import read_offsets
 from ebb_broker.log.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
+    PartitionLimitError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
-from tests.unit.broker.log.log_helpers import Clock, batch, read_all
+from tests.unit.broker.log.log_helpers import T0, Clock, batch, read_all
 
 
 def test_create_get_and_persist_topics(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -159,7 +160,9 @@ def test_idempotent_producer_state_survives_restart(manager) -> None:  # type: i
     from ebb_broker.log.records import NewRecord, build_batch
 
     def produce(seq: int) -> bytes:
-        return build_batch([NewRecord(b"k", b"v")] * 3, producer_id=11, producer_epoch=0, base_sequence=seq)
+        return build_batch(
+            [NewRecord(b"k", b"v")] * 3, producer_id=11, producer_epoch=0, base_sequence=seq, timestamp_ms=T0
+        )
 
     mgr = manager()
     mgr.create_topic("t", 1, {})
@@ -193,3 +196,53 @@ def test_corrupt_checkpoints(manager, tmp_path: Path) -> None:  # type: ignore[n
     (data / "log-start-offset-checkpoint").write_text("0\n1\nt 0\n")
     with pytest.raises(CorruptCheckpointError, match="malformed line"):
         manager()
+
+
+def test_partition_limits_refuse_before_anything_is_written(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    mgr = manager(max_partitions=5)
+    mgr.create_topic("a", 3, {})
+    before = (tmp_path / "data" / "ebb-topics.json").read_text()
+    with pytest.raises(PartitionLimitError, match=r"max\.partitions"):
+        mgr.create_topic("b", 3, {})
+    with pytest.raises(PartitionLimitError, match=r"max\.partitions"):
+        mgr.create_partitions("a", 6)
+    assert (tmp_path / "data" / "ebb-topics.json").read_text() == before
+    assert not (tmp_path / "data" / "b-0").exists()
+    assert not (tmp_path / "data" / "a-3").exists()
+    mgr.create_partitions("a", 5)
+    assert mgr.partition_count() == 5
+
+
+def test_a_stored_override_refused_today_does_not_stop_a_restart(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    mgr = manager()
+    mgr.create_topic("t", 1, {"retention.ms": "60000", "segment.ms": "1000"})
+    mgr.close()
+    path = tmp_path / "data" / "ebb-topics.json"
+    doc = json.loads(path.read_text())
+    doc["topics"]["t"]["config"]["retention.ms"] = "99999999999999999999999"  # what an older version took
+    path.write_text(json.dumps(doc))
+    again = manager()
+    assert again.topics()["t"].overrides == {"segment.ms": "1000"}
+    assert again.topic_config("t").retention_ms == 7 * 24 * 3_600_000
+
+
+def test_flush_ms_fsyncs_logs_left_unflushed_that_long(manager, clock: Clock) -> None:  # type: ignore[no-untyped-def]
+    """flush.ms (topic) / log.flush.interval.ms (broker), checked by flush_dirty_logs as Kafka's log
+    flusher does: a log is fsynced once flush.ms passed since its last flush, and only if it has
+    unflushed records; the recovery point (what a restart need not recover) moves to its end."""
+    mgr = manager(**{"log.flush.interval.ms": "60000"})
+    mgr.create_topic("often", 1, {"flush.ms": "1000"})
+    mgr.create_topic("broker-default", 1, {})
+    mgr.create_topic("never", 1, {"flush.ms": str(2**63 - 1)})
+    logs = {t: mgr.get_log(t, 0) for t in ("often", "broker-default", "never")}
+    for lg in logs.values():
+        lg.append(batch(b"x", ts=clock.now))
+    assert mgr.flush_dirty_logs() == 0  # nothing is due yet
+    clock.advance(1000)
+    assert mgr.flush_dirty_logs() == 1
+    assert {t: lg.recovery_point for t, lg in logs.items()} == {"often": 1, "broker-default": 0, "never": 0}
+    clock.advance(1000)
+    assert mgr.flush_dirty_logs() == 0  # flushed and nothing appended since
+    clock.advance(60_000)
+    assert mgr.flush_dirty_logs() == 1  # the broker default caught up with its log
+    assert logs["broker-default"].recovery_point == 1 and logs["never"].recovery_point == 0

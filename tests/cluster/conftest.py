@@ -1,0 +1,257 @@
+"""The cluster tier: Ebb as users run it, pods on a real node (harness.node, docs/cluster-node.md).
+
+One node and one release of the chart per session, installed with helm from charts/ebb with the images
+built here (harness.images; the `make test` prerequisites build them, and a missing one is built here
+too). Kafka clients run in pods (pod_scripts/kafka_client.py, mounted from a ConfigMap), where the
+broker's advertised DNS name resolves as it does for users. Each step's time is printed as it ends. A
+machine where the node cannot run fails here with the reason, never skips.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.images import ensure_cluster_images
+from harness.node import Cluster, running_cluster
+from harness.node_binaries import NodeBinaries
+from harness.server_process import ServerProcess
+from harness.spark_env import SMALL_SPARK_ENV
+from harness.spark_operator import running_spark_operator
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "ebb"
+EXAMPLES = ROOT / "examples"
+SCRIPTS = Path(__file__).parent / "pod_scripts"
+NAMESPACE = RELEASE = "ebb"
+BOOTSTRAP = f"ebb-broker.{NAMESPACE}.svc.cluster.local:9092"  # what the chart's NOTES print
+TOOLBOX = "toolbox"
+
+Say = Callable[[str], None]
+# The modules in the order they run. test_host_restored starts and kills a node of its own, so it runs
+# before the session's node exists. The SparkApplication runs start with the first test that has the
+# release (fixture spark_runs) and take minutes: the quick tests run meanwhile, test_spark_application
+# checks them, and only then does test_broker_restart restart the broker they read from. Uninstall last.
+ORDER = (
+    "test_host_restored.py",
+    "test_chart_on_node.py",
+    "test_examples_on_node.py",
+    "test_observability.py",
+    "test_spark_application.py",
+    "test_broker_restart.py",
+    "test_uninstall.py",
+)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Within the cluster tier (last of all, tests/conftest.py), modules run in ORDER."""
+    here = Path(__file__).parent.resolve()
+
+    def order(item: pytest.Item) -> int:
+        path = Path(str(item.fspath)).resolve()
+        if path.parent != here:
+            return -1
+        return ORDER.index(path.name) if path.name in ORDER else len(ORDER)
+
+    items.sort(key=order)
+
+
+@pytest.fixture(scope="session")
+def say(request: pytest.FixtureRequest) -> Say:
+    """Print a line at once, past pytest's output capturing (each step's time, as it ends)."""
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+
+    def write(line: str) -> None:
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            print(f"\n[cluster] {line}", end="", flush=True)
+
+    return write
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory, say: Say) -> Iterator[Cluster]:
+    began = time.monotonic()
+    images = ensure_cluster_images(NodeBinaries.from_cache().bin)
+    say(f"images ready ({time.monotonic() - began:.1f} s): {', '.join(i.ref for i in images.values())}")
+    with running_cluster(tmp_path_factory.mktemp("cluster"), images, say=say) as c:
+        yield c
+
+
+@dataclass(frozen=True)
+class Release:
+    cluster: Cluster
+    namespace: str
+    operator_image: str
+    broker_image: str
+
+    def kubectl(self, *args: str, **kwargs: Any) -> Any:
+        return self.cluster.kubectl("-n", self.namespace, *args, **kwargs)
+
+    def get(self, kind: str, name: str) -> Any:
+        return self.cluster.kubectl_json("-n", self.namespace, "get", kind, name)
+
+    def pod_json_lines(self, pod: str, *command: str, timeout: float = 120) -> list[dict[str, Any]]:
+        """Run `python /scripts/kafka_client.py COMMAND...` in a pod; its JSON lines."""
+        proc = self.kubectl(
+            "exec", pod, "--", "python", "/scripts/kafka_client.py", *command, timeout=timeout
+        )
+        return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+    def logs(self, pod: str) -> list[dict[str, Any]]:
+        proc = self.kubectl("logs", pod, check=False)
+        return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def wait_until(what: str, check: Callable[[], Any], timeout: float, detail: Callable[[], str] = str) -> Any:
+    """Poll `check` until it returns something truthy; an AssertionError naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{detail()}")
+        time.sleep(1)
+    return result
+
+
+@pytest.fixture(scope="session")
+def release(cluster: Cluster, say: Say) -> Release:
+    return install_release(cluster, say)
+
+
+def install_release(cluster: Cluster, say: Say) -> Release:
+    """`helm install ebb charts/ebb` with the images built here, Spark analysis on, and Kafka clients'
+    scripts in a ConfigMap; the chart's pods are ready."""
+    began = time.monotonic()
+    operator, broker = cluster.images["operator"].ref, cluster.images["broker"].ref
+    values = {
+        "operator": {
+            "image": {"repository": operator.rsplit(":", 1)[0], "tag": operator.rsplit(":", 1)[1]},
+            # The analysis job's Local engine, sized for a few records (harness.spark_env).
+            "extraEnv": [{"name": k, "value": v} for k, v in SMALL_SPARK_ENV.items()],
+        },
+        "broker": {"image": {"repository": broker.rsplit(":", 1)[0], "tag": broker.rsplit(":", 1)[1]}},
+        "spark": {"enabled": True},
+    }
+    values_file = cluster.workdir / "values.yaml"
+    values_file.write_text(yaml.safe_dump(values))
+    cluster.helm(
+        "install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--create-namespace",
+        "--values", str(values_file), "--wait", "--timeout", "5m", timeout=400,
+    )  # fmt: skip
+    rel = Release(cluster, NAMESPACE, operator, broker)
+    cluster.wait_ready("statefulset", "ebb-broker", NAMESPACE)
+    cluster.wait_ready("deployment", "ebb-operator", NAMESPACE)
+    say(f"helm install, broker and operator ready: {time.monotonic() - began:.1f} s")
+
+    began = time.monotonic()
+    rel.kubectl("create", "configmap", "kafka-client", f"--from-file={SCRIPTS / 'kafka_client.py'}")
+    rel.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(client_pod(rel, TOOLBOX, ["sleep", "infinity"])))
+    rel.kubectl("wait", "--for=condition=Ready", f"pod/{TOOLBOX}", "--timeout=120s", timeout=150)
+    say(f"toolbox pod ready: {time.monotonic() - began:.1f} s")
+    return rel
+
+
+def client_pod(rel: Release, name: str, command: list[str]) -> dict[str, Any]:
+    """A pod of the broker image (Python and kafka-python) with the client script mounted, labelled as a
+    Kafka client, and with the chart's admin password and CA where the broker speaks SASL_SSL."""
+    labels = {"app.kubernetes.io/name": "ebb-test-client", "ebb.dev/kafka-client": "true"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {
+                    "name": "client",
+                    "image": rel.broker_image,
+                    "imagePullPolicy": "Never",
+                    "command": command,
+                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                    "volumeMounts": [
+                        {"name": "scripts", "mountPath": "/scripts"},
+                        {"name": "admin", "mountPath": "/etc/ebb-kafka/admin"},
+                        {"name": "tls", "mountPath": "/etc/ebb-kafka/tls"},
+                    ],
+                }
+            ],
+            "volumes": [
+                {"name": "scripts", "configMap": {"name": "kafka-client"}},
+                {"name": "admin", "secret": {"secretName": "ebb-broker-admin", "optional": True}},
+                {"name": "tls", "secret": {"secretName": "ebb-broker-tls", "optional": True}},
+            ],
+        },
+    }
+
+
+def start_client(rel: Release, name: str, *command: str) -> None:
+    """A pod running `kafka_client.py COMMAND...`, started (its output: Release.logs)."""
+    argv = ["python", "/scripts/kafka_client.py", *command]
+    rel.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(client_pod(rel, name, argv)))
+    rel.kubectl("wait", "--for=condition=Ready", f"pod/{name}", "--timeout=120s", timeout=150)
+
+
+# --- SparkApplication runs ------------------------------------------------------------------------------
+
+SPARK_TOPIC, SPARK_GROUP = "sa-orders", "sa-app"
+HOUR_MS = 3_600_000
+
+
+def spark_policy(name: str, **spark: Any) -> dict[str, Any]:
+    """A RetentionPolicy with engine SparkApplication on SPARK_TOPIC, counting SPARK_GROUP."""
+    return {
+        "apiVersion": "ebb.dev/v1alpha1",
+        "kind": "RetentionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "topics": {"include": [SPARK_TOPIC]},
+            "consumers": {"include": [SPARK_GROUP]},
+            "consumedRetention": "1h",
+            "schedule": {"interval": "1h"},
+            "analysis": {
+                "engine": "SparkApplication",
+                "sparkApplication": {
+                    "driver": {"cores": 1, "memory": "512m"},
+                    "executor": {"cores": 1, "memory": "512m", "instances": 1},
+                    **spark,
+                },
+            },
+        },
+    }
+
+
+@dataclass(frozen=True)
+class SparkRuns:
+    operator: ServerProcess
+    policies: tuple[str, ...]
+
+
+@pytest.fixture(scope="session")
+def spark_runs(release: Release, tmp_path_factory: pytest.TempPathFactory, say: Say) -> Iterator[SparkRuns]:
+    """The real Spark operator (harness.spark_operator), and two RetentionPolicies with engine
+    SparkApplication applied: `spark`, and `spark-no-rights`, whose driver runs under the namespace's
+    `default` ServiceAccount, which may not create executor pods. Their runs take minutes on a loaded
+    machine: test_examples_on_node requests this fixture so they overlap its own Spark run (the
+    RetentionPolicy example's) and test_chart_on_node's, test_spark_application checks their outcome."""
+    began = time.monotonic()
+    with running_spark_operator(
+        release.cluster, [NAMESPACE], tmp_path_factory.mktemp("spark-operator")
+    ) as op:
+        say(f"Spark operator ready (its CRDs, its chart's RBAC): {time.monotonic() - began:.1f} s")
+        release.pod_json_lines(TOOLBOX, "create-topics", f"{SPARK_TOPIC}:1")
+        # 30 records two hours old; the group has read 12 of them.
+        produced = release.pod_json_lines(TOOLBOX, "produce", SPARK_TOPIC, "30", "--age-ms", str(2 * HOUR_MS))
+        assert produced[-1] == {"done": 30}, produced[-3:]
+        release.pod_json_lines(TOOLBOX, "commit", SPARK_TOPIC, SPARK_GROUP, "0:12")
+        policies = [spark_policy("spark"), spark_policy("spark-no-rights", serviceAccount="default")]
+        release.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(policies))
+        yield SparkRuns(op, ("spark", "spark-no-rights"))

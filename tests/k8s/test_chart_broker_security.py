@@ -1,0 +1,93 @@
+"""The chart's broker is SASL_SSL by default: the CA, certificate and admin password it generates at install
+are kept by an upgrade, and a broker started with exactly the rendered arguments (the kubelet's $(VAR)
+expansion done here) serves a client that uses the default KafkaCluster's credentials Secret.
+No kubelet runs pods on this tier: the broker is a local process with the pod's arguments."""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.controlplane import ControlPlane
+from harness.ebb_broker import EbbBroker
+from tests.compat.clients import CLIENTS, Security
+
+CHART = Path(__file__).resolve().parents[2] / "charts" / "ebb"
+
+
+def _secret(control_plane: ControlPlane, namespace: str, name: str) -> dict[str, str]:
+    data = control_plane.kubectl_json("get", "secret", name, "-n", namespace)["data"]
+    return {k: base64.b64decode(v).decode() for k, v in data.items()}
+
+
+def _broker_args(rendered: str) -> list[str]:
+    (sts,) = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "StatefulSet"]
+    return list(sts["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def test_generated_credentials_survive_an_upgrade_and_serve_sasl_ssl(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    namespace = "chart-broker-security"
+    install = ("--namespace", namespace, "--take-ownership", "--set", "crds.enabled=false")
+    control_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CHART.parents[1] / "crds"))
+    control_plane.helm("install", "sec", str(CHART), "--create-namespace", *install)
+    tls = _secret(control_plane, namespace, "sec-ebb-broker-tls")
+    admin = _secret(control_plane, namespace, "sec-ebb-broker-admin")
+    client = _secret(control_plane, namespace, "sec-ebb-broker-client")
+    assert client["sasl.password"] == admin["password"] and len(admin["password"]) == 32
+    assert client["ssl.ca.pem"] == tls["ca.crt"]
+    kc = control_plane.kubectl_json("get", "kafkacluster", "ebb")["spec"]
+    assert kc["credentials"]["secretRef"]["name"] == "sec-ebb-broker-client"
+    policy = control_plane.kubectl_json("get", "networkpolicy", "sec-ebb-broker", "-n", namespace)["spec"]
+    peers = policy["ingress"][0]["from"]
+    assert peers[0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "operator"
+    assert peers[2]["podSelector"]["matchLabels"] == {"ebb.dev/kafka-client": "true"}
+
+    control_plane.helm("upgrade", "sec", str(CHART), *install)
+    assert _secret(control_plane, namespace, "sec-ebb-broker-tls") == tls
+    assert _secret(control_plane, namespace, "sec-ebb-broker-admin") == admin
+
+    # The pod's arguments, with the Secrets the kubelet would expand into them.
+    rendered = control_plane.helm("get", "manifest", "sec", "--namespace", namespace).stdout
+    env = {
+        "TLS_CERT": tls["tls.crt"],
+        "TLS_KEY": tls["tls.key"],
+        "ADMIN_PASSWORD": admin["password"],
+        "POD_NAME": "p",
+    }
+    configs: dict[str, str] = {}
+    scram: list[str] = []
+    for arg in _broker_args(rendered):
+        arg = re.sub(r"\$\((\w+)\)", lambda m: env[m[1]], arg)
+        if arg.startswith("--config="):
+            key, value = arg.removeprefix("--config=").split("=", 1)
+            configs[key] = value
+        elif arg.startswith("--add-scram="):
+            scram.append(arg.removeprefix("--add-scram="))
+    assert configs["listeners"] == "SASL_SSL://0.0.0.0:9092"
+    assert configs["authorizer.class.name"].endswith("StandardAuthorizer")
+    # Bound on a free loopback port, advertised as localhost (a name the generated certificate covers).
+    configs.update({"listeners": "SASL_SSL://127.0.0.1:0", "advertised.listeners": "SASL_SSL://localhost:0"})
+    ca = tmp_path / "ca.pem"
+    ca.write_text(client["ssl.ca.pem"])
+    with EbbBroker(tmp_path / "data", configs=configs, add_scram=scram, log_dir=tmp_path) as broker:
+        props: dict[str, Any] = client
+        c = CLIENTS["confluent-kafka"](
+            f"localhost:{broker.listener_ports['SASL_SSL']}",
+            Security(
+                props["security.protocol"],
+                props["sasl.mechanism"],
+                props["sasl.username"],
+                props["sasl.password"],
+                cafile=str(ca),
+            ),
+        )
+        c.create_topic("chart-secured")
+        c.produce("chart-secured", [(None, b"with the chart's credentials")])
+        assert [r.value for r in c.consume("chart-secured", 1)] == [b"with the chart's credentials"]
+    control_plane.helm("uninstall", "sec", "--namespace", namespace)
