@@ -5,43 +5,22 @@ client per reconcile would add at least one ApiVersions per reconcile."""
 
 from __future__ import annotations
 
-import re
 import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import yaml
 
 from harness.ebb_broker import EbbBroker
-from harness.ports import free_port
 from tests.e2e.operator.operator_kafka import create_topic, produce, unique
-from tests.k8s.operator.operator_k8s import Objects, OperatorProcess
-
-
-@pytest.fixture(scope="module")
-def metered_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EbbBroker]:
-    broker = EbbBroker(tmp_path_factory.mktemp("metered") / "data", metrics_port=free_port())
-    broker.start()
-    yield broker
-    assert broker.stop() == 0
-
-
-def _metric(broker: EbbBroker, name: str) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{broker.metrics_port}/metrics", timeout=5) as r:
-        text = r.read().decode()
-    match = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
-    assert match, f"{name} not in\n{text[-2000:]}"
-    return float(match.group(1))
+from tests.k8s.operator.operator_k8s import Objects, OperatorProcess, broker_metric
 
 
 def _connections(broker: EbbBroker) -> float:
-    return _metric(broker, "ebb_connections")
+    return broker_metric(broker, "ebb_connections")
 
 
 def _handshakes(broker: EbbBroker) -> float:
-    return _metric(broker, 'ebb_requests_total{api="ApiVersions"}')
+    return broker_metric(broker, 'ebb_requests_total{api="ApiVersions"}')
 
 
 def _settled(broker: EbbBroker, seconds: float = 2.0) -> float:
