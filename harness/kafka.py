@@ -335,7 +335,9 @@ def _start(
 
     started = time.monotonic()
     scram = [arg for value in add_scram for arg in ("--add-scram", value)]
-    kafka_tool("kafka-storage", "format", f"--cluster-id={random_cluster_id()}", "--config", str(props), *scram)
+    kafka_tool(
+        "kafka-storage", "format", f"--cluster-id={random_cluster_id()}", "--config", str(props), *scram
+    )
     cmd = java_command(
         "kafka.Kafka",
         str(props),

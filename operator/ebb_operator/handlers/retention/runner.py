@@ -372,9 +372,7 @@ class PolicyRunner:
         labels = (self.namespace, self.name)
         metrics.POLICY_RECLAIMABLE_BYTES.labels(*labels).set(plan.summary.reclaimable_bytes)
         metrics.POLICY_HELD_PARTITIONS.labels(*labels).set(plan.summary.held_partitions)
-        limiting = {
-            (t.topic, g.group): g for t in plan.topics[:MAX_STATUS_TOPICS] for g in t.limiting
-        }
+        limiting = {(t.topic, g.group): g for t in plan.topics[:MAX_STATUS_TOPICS] for g in t.limiting}
         for topic, group in self._limiting - limiting.keys():  # no longer limiting: its series go
             for gauge in (metrics.POLICY_LIMITING_LAG_RECORDS, metrics.POLICY_LIMITING_LAG_BYTES):
                 with contextlib.suppress(KeyError):
