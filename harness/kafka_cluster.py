@@ -4,7 +4,7 @@ brokers, and nodes a test can stop, restart, freeze and thaw.
 Each node is one JVM with both roles (`process.roles=broker,controller`, a static quorum of the three):
 three JVMs rather than four with a dedicated controller, and with one node down the other two are still a
 controller majority, so leaders move and topics can be created. A frozen node (SIGSTOP) keeps its broker
-registration for `broker.session.timeout.ms` (120 s here): to its peers it is a live replica that does not
+registration for `broker.session.timeout.ms` (45 s here): to its peers it is a live replica that does not
 fetch, which is what KIP-107's DeleteRecords waits for. A stopped node (SIGTERM) shuts down in a
 controlled way: its leaderships move first.
 """
@@ -48,9 +48,14 @@ CLUSTER_SETTINGS: Mapping[str, str] = {
     "transaction.state.log.min.isr": "2",
     "share.coordinator.state.topic.replication.factor": "3",
     "share.coordinator.state.topic.min.isr": "2",
-    # A frozen node stays a registered, live replica this long (a stopped one leaves at once).
-    "broker.session.timeout.ms": "120000",
+    # A frozen node stays a registered, live replica this long (a stopped one is fenced at once, but its
+    # session also lasts this long: a restarted node's registration is refused as a duplicate until
+    # then, so it keeps trying for longer than that).
+    "broker.session.timeout.ms": "45000",
+    "initial.broker.registration.timeout.ms": "90000",
     "broker.heartbeat.interval.ms": "1000",
+    # Leaders move only when a test moves them (no preferred-leader rebalance behind its back).
+    "auto.leader.rebalance.enable": "false",
 }
 NODE_HEAP = "512m"
 _STARTED = "Kafka Server started"
@@ -123,8 +128,9 @@ class KafkaNode:
                 raise KafkaStartError(f"node {self.node_id} did not start in time\n{self.log_tail()}")
             time.sleep(0.1)
 
-    def start(self, timeout: float = 90) -> None:
-        """Start a stopped node again and wait until it serves."""
+    def start(self, timeout: float = 120) -> None:
+        """Start a stopped node again and wait until it serves (up to `broker.session.timeout.ms` after
+        its stop: the controller keeps its old session until then)."""
         self.launch()
         self.wait_started(time.monotonic() + timeout)
 
