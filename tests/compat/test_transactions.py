@@ -4,6 +4,7 @@ brokers)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
@@ -253,3 +254,30 @@ def test_javas_transactional_copier_and_read_committed_console_consumer_see_ever
     ).stdout  # fmt: skip
     assert read.split() == [v.decode() for v in values]
     assert _committed(target, group, source) == 300
+
+
+def test_kafka_transactions_abort_ends_a_hanging_transaction(target: Target) -> None:
+    """`kafka-transactions.sh abort` (WriteTxnMarkers, KIP-664) ends a transaction its producer left open:
+    read_committed consumers, held at its first offset, then read past it, and its records stay unseen."""
+    topic = _topic(target)
+    p = _producer(target, f"tx-{topic}")
+    plain = Producer({"bootstrap.servers": target.bootstrap, "linger.ms": 0})
+    try:
+        plain.produce(topic, value=b"before", partition=0)
+        plain.flush(10)
+        p.begin_transaction()
+        p.produce(topic, value=b"hanging", partition=0)
+        p.flush(10)
+        plain.produce(topic, value=b"after", partition=0)
+        plain.flush(10)
+        assert _high_watermark(target, topic, "read_committed") == 1  # held by the open transaction
+        kafka_tool(
+            "kafka-transactions", "--bootstrap-server", target.bootstrap,
+            "abort", "--topic", topic, "--partition", "0", "--start-offset", "1",
+        )  # fmt: skip
+        assert _read(target, topic, "read_committed") == [b"before", b"after"]
+        assert _high_watermark(target, topic, "read_committed") == 4  # 3 records and the ABORT marker
+    finally:
+        _close(plain)
+        with contextlib.suppress(KafkaException):  # the producer still thinks its transaction is open
+            p.abort_transaction(30)
