@@ -129,15 +129,19 @@ def running_spark_operator(cluster: Cluster, namespaces: list[str], workdir: Pat
     java = shutil.which("java")
     if java is None:
         raise NodeError("spark-submit needs Java 17 on PATH (the Spark operator runs it on this machine)")
+    # spark-submit forwards the submitter's PYSPARK_PYTHON (and other Spark settings from the environment)
+    # into the driver pod, where a host path such as this venv's interpreter does not exist: the driver
+    # then exits 1. The test process sets PYSPARK_PYTHON once a local Spark session has run in it, so
+    # the host's Spark variables stay out; in a cluster the Spark operator's own pod has none of them.
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
     env = {
-        **os.environ,
+        **inherited,
         "SPARK_HOME": str(pyspark_home()),
         "SPARK_CONF_DIR": str(conf_dir),
         "KUBERNETES_SERVICE_HOST": cluster.host_ip,
         "KUBERNETES_SERVICE_PORT": str(cluster.cp.port),
         "KUBECONFIG": str(kubeconfig),
     }
-    env.pop("PYSPARK_SUBMIT_ARGS", None)
     port = free_port()
     process = ServerProcess(
         "spark-operator",

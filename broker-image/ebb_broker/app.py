@@ -5,7 +5,7 @@ checkpoints) and fsyncs run in worker threads and never read that state: each re
 immutable snapshot of the minimum committed offsets (KIP-68), taken on the loop just before it starts.
 Until the coordinator has replayed `__consumer_offsets` the snapshot says "unknown" and retention skips
 consumed-retention decisions. Shutdown closes the server first so no request races the engine's final
-flush, checkpoints and clean-shutdown marker.
+flush, checkpoints and clean-shutdown marker; every step of it is bounded (ebb_broker.shutdown).
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ import signal
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from ebb_broker import shutdown
 from ebb_broker.config import BrokerConfig, sasl_mechanisms
 from ebb_broker.coordinator.group_coordinator import GroupCoordinator
 from ebb_broker.coordinator.offsets_store import OffsetsStore
@@ -37,6 +39,7 @@ from ebb_broker.security.authorizer import Authorizer, parse_super_users
 from ebb_broker.security.credentials import CredentialStore, parse_add_scram
 from ebb_broker.security.store import CorruptSecurityFileError
 from ebb_broker.security.tls import PrincipalMapper, TlsConfigError, server_context
+from ebb_broker.shutdown import Shutdown
 
 log = logging.getLogger("ebb_broker")
 
@@ -135,6 +138,9 @@ async def run(options: BrokerOptions) -> None:
     metrics = BrokerMetrics()
     logs = LogManager.open(options.data_dir, config.log_manager_config())
     loop = asyncio.get_running_loop()
+    # The loop's worker threads (asyncio.to_thread): its own executor, so shutdown can bound joining them.
+    workers = ThreadPoolExecutor(thread_name_prefix="ebb-worker")
+    loop.set_default_executor(workers)
     timer = LoopTimer(loop)
     groups = GroupCoordinator(
         OffsetsStore(logs, config.offsets_topic_num_partitions),
@@ -230,10 +236,26 @@ async def run(options: BrokerOptions) -> None:
     )
     await stop.wait()
     log.info("shutting down: closing connections, flushing, writing checkpoints")
-    await server.close()
+    done = Shutdown()
+    await done.step("closing connections", server.close(), shutdown.CLOSE_CONNECTIONS_S)
     for task in tasks:
         task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await done.step(
+        "stopping background tasks",
+        asyncio.gather(*tasks, return_exceptions=True),
+        shutdown.STOP_BACKGROUND_TASKS_S,
+    )
     timer.cancel_all()
-    logs.close()
-    log.info("clean shutdown complete")
+    # Waits for a running retention or cleaner pass (the maintenance lock), then flushes and checkpoints.
+    closed = await done.blocking_step(
+        "closing the log manager (flush, checkpoints, clean-shutdown marker)",
+        logs.close,
+        shutdown.CLOSE_LOG_MANAGER_S,
+    )
+    await done.blocking_step(
+        "joining worker threads",
+        lambda: workers.shutdown(wait=True, cancel_futures=True),
+        shutdown.JOIN_WORKER_THREADS_S,
+    )
+    done.exit_if_overran()
+    log.info("clean shutdown complete" if closed else "shutdown complete")

@@ -27,6 +27,8 @@ from kafka.protocol.producer.transaction import (
     EndTxnResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
 )
 
 from tests.compat.clients import CLIENTS, BrokerError
@@ -39,9 +41,9 @@ CLUSTER_AUTHORIZATION_FAILED = 31
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 ALICE = "User:alice"
 # ResourceType TOPIC=2 GROUP=3 CLUSTER=4 TRANSACTIONAL_ID=5; PatternType LITERAL=3 PREFIXED=4; op READ=3
-# WRITE=4 DELETE=6 DESCRIBE=8; permission ALLOW=3.
-TOPIC, GROUP, TRANSACTIONAL_ID = 2, 3, 5
-READ, WRITE, DELETE, DESCRIBE = 3, 4, 6, 8
+# WRITE=4 DELETE=6 DESCRIBE=8 CLUSTER_ACTION=9; permission ALLOW=3.
+TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = 2, 3, 4, 5
+READ, WRITE, DELETE, DESCRIBE, CLUSTER_ACTION = 3, 4, 6, 8, 9
 
 
 def _call(w: Wire, request: Any, version: int, response: Any) -> Any:
@@ -255,6 +257,36 @@ def test_acl_apis_need_cluster_rights(secure_broker: SecureBroker) -> None:
         assert [r.error_code for r in _call(w, req, 3, CreateAclsResponse).results] == [
             CLUSTER_AUTHORIZATION_FAILED
         ]
+    finally:
+        w.close()
+
+
+def test_write_txn_markers_needs_cluster_action(secure_broker: SecureBroker, names: tuple[str, str]) -> None:
+    """WriteTxnMarkers (what `kafka-transactions.sh abort` sends) needs CLUSTER_ACTION on the CLUSTER, as
+    Kafka's inter-broker requests: refused, no marker is written; granted, it is (bob: the other tests'
+    alice keeps no cluster right)."""
+    sb, (topic, _group) = secure_broker, names
+    admin = sb.client("confluent-kafka", "SASL_PLAINTEXT", "admin")
+    admin.create_topic(topic)
+    admin.produce(topic, [(None, b"x")])
+    M = WriteTxnMarkersRequest[1].WritableTxnMarker
+    marker = M(
+        producer_id=4242,
+        producer_epoch=0,
+        transaction_result=False,
+        topics=[M.WritableTxnMarkerTopic(name=topic, partition_indexes=[0])],
+        coordinator_epoch=0,
+    )
+    request = WriteTxnMarkersRequest[1](markers=[marker])
+    w = sb.wire("SASL_PLAINTEXT", "bob")
+    try:
+        (refused,) = _call(w, request, 1, WriteTxnMarkersResponse).markers
+        assert [p.error_code for p in refused.topics[0].partitions] == [CLUSTER_AUTHORIZATION_FAILED]
+        assert admin.latest(topic, 0) == 1, "a refused marker was written"
+        _grant(sb, (CLUSTER, "kafka-cluster", 3, "User:bob", CLUSTER_ACTION))
+        (written,) = _call(w, request, 1, WriteTxnMarkersResponse).markers
+        assert [p.error_code for p in written.topics[0].partitions] == [0]
+        assert admin.latest(topic, 0) == 2  # the record and the ABORT marker
     finally:
         w.close()
 

@@ -80,6 +80,28 @@ def test_offsets_and_deletions_survive_a_restart(broker_factory: Callable[..., E
     assert _committed(admin, "keep", "orders", 2) == {0: 9, 1: 7}
 
 
+def test_deleting_a_topic_removes_its_committed_offsets(broker_factory: Callable[..., EbbBroker]) -> None:
+    """A topic deleted and re-created with the same name shows no stale commit to OffsetFetch (Kafka's
+    coordinator removes a deleted topic's offsets), for any group, also after a restart (tombstones in
+    __consumer_offsets); the group's commits of other topics stay."""
+    b = broker_factory()
+    admin = _admin(b.bootstrap, "reborn")
+    _admin(b.bootstrap, "other", 1)
+    _commit(b.bootstrap, "app", {("reborn", 0): 5, ("reborn", 1): 7, ("other", 0): 3})
+    _commit(b.bootstrap, "audit", {("reborn", 1): 2})
+    assert _committed(admin, "app", "reborn", 2) == {0: 5, 1: 7}  # the commits landed
+    admin.delete_topics(["reborn"])["reborn"].result(30)
+    admin.create_topics([NewTopic("reborn", 2, 1)])["reborn"].result(30)
+    assert _committed(admin, "app", "reborn", 2) == {0: -1001, 1: -1001}
+    assert _committed(admin, "audit", "reborn", 2) == {0: -1001, 1: -1001}
+    assert _committed(admin, "app", "other", 1) == {0: 3}
+    b.restart(kill=True)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    assert _committed(admin, "app", "reborn", 2) == {0: -1001, 1: -1001}
+    assert _committed(admin, "audit", "reborn", 2) == {0: -1001, 1: -1001}
+    assert _committed(admin, "app", "other", 1) == {0: 3}
+
+
 def test_offset_fetch_v8_answers_several_groups_at_once(broker: EbbBroker, topic: str) -> None:
     _admin(broker.bootstrap, topic, partitions=1)
     _commit(broker.bootstrap, f"a-{topic}", {(topic, 0): 4})

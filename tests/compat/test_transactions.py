@@ -4,6 +4,9 @@ brokers)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import subprocess
 import time
 import uuid
 from dataclasses import dataclass
@@ -19,7 +22,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.bounded import close_within
-from harness.kafka import kafka_tool
+from harness.kafka import java_command, kafka_tool
 
 
 @dataclass(frozen=True)
@@ -215,3 +218,66 @@ def test_a_new_producer_instance_fences_the_old_one(target: Target) -> None:
     new.produce(topic, value=b"fresh", partition=0)
     new.commit_transaction(30)
     assert _read(target, topic, "read_committed") == [b"fresh"]
+
+
+def test_javas_transactional_copier_and_read_committed_console_consumer_see_every_record_once(
+    target: Target,
+) -> None:
+    """Apache Kafka's Java clients through the assembled jars: the tools' TransactionalMessageCopier
+    (a transactional producer and a read_committed consumer that send their offsets with each transaction,
+    KIP-447's group metadata, random aborts on) copies a partition; the Java console consumer with
+    `--isolation-level read_committed` then reads every input record exactly once, in order, whatever was
+    aborted on the way, and the group's committed offset is the input's end."""
+    source, sink = _topic(target), _topic(target)
+    group = f"copier-{source}"
+    values = [b"v%03d" % i for i in range(300)]
+    plain = Producer({"bootstrap.servers": target.bootstrap, "linger.ms": 5})
+    for v in values:
+        plain.produce(source, value=v, partition=0)
+    _close(plain)
+    copier = subprocess.run(
+        java_command(
+            "org.apache.kafka.tools.TransactionalMessageCopier",
+            "--broker-list", target.bootstrap, "--input-topic", source, "--input-partition", "0",
+            "--output-topic", sink, "--consumer-group", group, "--transactional-id", f"copier-{source}",
+            "--transaction-size", "50", "--enable-random-aborts", "--use-group-metadata",
+        ),
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert copier.returncode == 0, copier.stdout[-2000:] + copier.stderr[-2000:]
+    progress = [json.loads(line) for line in copier.stdout.splitlines() if line.startswith("{")]
+    assert progress and progress[-1].get("remaining") == 0, progress[-3:]
+    read = kafka_tool(
+        "kafka-console-consumer", "--bootstrap-server", target.bootstrap, "--topic", sink,
+        "--from-beginning", "--isolation-level", "read_committed", "--max-messages", "300",
+        "--timeout-ms", "30000",
+    ).stdout  # fmt: skip
+    assert read.split() == [v.decode() for v in values]
+    assert _committed(target, group, source) == 300
+
+
+def test_kafka_transactions_abort_ends_a_hanging_transaction(target: Target) -> None:
+    """`kafka-transactions.sh abort` (WriteTxnMarkers, KIP-664) ends a transaction its producer left open:
+    read_committed consumers, held at its first offset, then read past it, and its records stay unseen."""
+    topic = _topic(target)
+    p = _producer(target, f"tx-{topic}")
+    plain = Producer({"bootstrap.servers": target.bootstrap, "linger.ms": 0})
+    try:
+        plain.produce(topic, value=b"before", partition=0)
+        plain.flush(10)
+        p.begin_transaction()
+        p.produce(topic, value=b"hanging", partition=0)
+        p.flush(10)
+        plain.produce(topic, value=b"after", partition=0)
+        plain.flush(10)
+        assert _high_watermark(target, topic, "read_committed") == 1  # held by the open transaction
+        kafka_tool(
+            "kafka-transactions", "--bootstrap-server", target.bootstrap,
+            "abort", "--topic", topic, "--partition", "0", "--start-offset", "1",
+        )  # fmt: skip
+        assert _read(target, topic, "read_committed") == [b"before", b"after"]
+        assert _high_watermark(target, topic, "read_committed") == 4  # 3 records and the ABORT marker
+    finally:
+        _close(plain)
+        with contextlib.suppress(KafkaException):  # the producer still thinks its transaction is open
+            p.abort_transaction(30)

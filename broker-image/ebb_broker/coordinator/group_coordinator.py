@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from kafka import errors as E
 
 from ebb_broker.coordinator.group import Group, GroupState, JoinResult, Member, SyncResult
-from ebb_broker.coordinator.offsets import CommittedOffset, OffsetManager, Record, commit_record
+from ebb_broker.coordinator.offsets import CommittedOffset, OffsetManager, Record, commit_record, tombstone
 from ebb_broker.coordinator.offsets_records import (
     OFFSETS_TOPIC,
     GroupKey,
@@ -178,6 +178,11 @@ class GroupCoordinator:
                 if isinstance(key, OffsetKey):
                     open_txns.setdefault(rec.producer_id, {}).setdefault(partition, {})[key] = value
                 continue
+            if value is None and isinstance(key, OffsetKey):
+                # As Kafka's OffsetMetadataManager.replay: a tombstone also removes the key's pending
+                # transactional offsets (a deleted topic's offsets do not come back with a COMMIT marker).
+                for by_partition in open_txns.values():
+                    by_partition.get(partition, {}).pop(key, None)
             if partition == self.store.partition_for(key.group):
                 placed[key] = value
             elif value is not None:
@@ -1029,6 +1034,33 @@ class GroupCoordinator:
         if records:
             self.store.append(group_id, records)
         return 0, result
+
+    def on_topic_deleted(self, topic: str) -> int:
+        """DeleteTopics deleted ``topic``: every group's commits of its partitions get tombstones, and
+        pending transactional ones are dropped, so a topic re-created with that name starts with no
+        committed offset (Kafka's onPartitionsDeleted; GroupMetadataManager.cleanupGroupMetadata before
+        4.0). A group left Empty with no offsets goes at the next offsets retention check, as in Kafka.
+        Returns how many commits were removed."""
+        doomed: dict[str, set[tuple[str, int]]] = {}
+        for group_id, committed in self.offsets.by_group.items():
+            doomed.setdefault(group_id, set()).update(tp for tp in committed if tp[0] == topic)
+        for by_group in self.pending_txn.values():
+            for group_id, pending in list(by_group.items()):
+                tps = {tp for tp in pending if tp[0] == topic}
+                doomed.setdefault(group_id, set()).update(tps)
+                for tp in tps:
+                    del pending[tp]
+                if not pending:
+                    del by_group[group_id]
+        removed = 0
+        for group_id, tps in doomed.items():
+            if not tps:
+                continue
+            # A tombstone for a pending offset too, as Kafka writes: its transaction's marker, replayed
+            # after it, then finds nothing to make visible.
+            removed += len(self.offsets.remove(group_id, tps))
+            self.store.append(group_id, [tombstone(group_id, tp) for tp in sorted(tps)])
+        return removed
 
     def cleanup_group_metadata(self) -> None:
         """KIP-211: expire offsets past `offsets.retention.minutes`; delete Empty groups left with none.

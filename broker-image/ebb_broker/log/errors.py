@@ -68,6 +68,10 @@ class InvalidProducerEpochError(LogError):
     """A batch from a fenced (older) producer epoch (INVALID_PRODUCER_EPOCH)."""
 
 
+class TransactionCoordinatorFencedError(LogError):
+    """A marker whose coordinator epoch is older than the last marker's (TRANSACTION_COORDINATOR_FENCED)."""
+
+
 class UnknownTopicOrPartitionError(LogError):
     """No such topic or partition in this data directory (UNKNOWN_TOPIC_OR_PARTITION)."""
 

@@ -314,7 +314,9 @@ class Log:
         its producer's transaction here; an aborted one goes into the active segment's .txnindex."""
         header = batch.header
         marker = read_end_txn_marker(_PREFIX.pack(0, header.length, LEADER_EPOCH) + bytes(batch.tail), header)
-        self._producers.check_marker(header.producer_id, header.producer_epoch)
+        self._producers.check_marker(
+            header.producer_id, header.producer_epoch, None if marker is None else marker[1]
+        )
         base = self._local.next_offset
         self._write(batch, base, now)
         info = AppendInfo(base, base, now if append_time else -1, self._log_start_offset)

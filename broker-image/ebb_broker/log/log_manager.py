@@ -22,7 +22,19 @@ once the logs are loaded, so a later crash is detected.
 
 Thread-safety: topic changes take the manager's lock; ``run_retention`` and ``run_cleaner`` take a
 maintenance lock so they never overlap, and otherwise only take each log's own lock, so they may run in a
-worker thread while the event loop serves produce and fetch.
+worker thread while the event loop serves produce and fetch. Checkpoint files are written under a
+checkpoint lock, which also covers listing the logs they describe, so a checkpoint never writes the
+entries of a topic deleted meanwhile (a topic re-created with that name would inherit its recovery point
+and log start offset).
+
+Lock order, the one every path follows (a path may skip a lock, never take an earlier one while holding
+a later one; the event loop and worker threads (checkpoint, retention, cleaner, flush, DeleteRecords)
+share them, and the reverse order once deadlocked close() against the periodic checkpoint)::
+
+    _maintenance  ->  _checkpoint_lock  ->  _lock (the logs and topics)  ->  each Log's lock
+
+``close()`` and ``delete_topic()`` take the first three in that order; a checkpoint takes the last
+three; a log calls back (``on_log_start_offset_change``) only after releasing its own lock.
 """
 
 from __future__ import annotations
@@ -215,12 +227,12 @@ class LogManager:
 
     def close(self) -> None:
         """Flush, checkpoint, then write the clean-shutdown marker."""
-        with self._maintenance, self._lock:
+        with self._maintenance, self._checkpoint_lock, self._lock:  # the lock order of the module docstring
             if self._closed:
                 return
             for lg in self._logs.values():
                 lg.close()
-            self._write_checkpoints()
+            self._write_checkpoints_locked()
             self.cleaner.write_checkpoint()
             atomic_write(self.data_dir / files.CLEAN_SHUTDOWN, b"")
             self._closed = True
@@ -370,9 +382,9 @@ class LogManager:
                 shutil.rmtree(doomed, ignore_errors=True)
 
     def delete_topic(self, name: str) -> None:
-        # The maintenance lock first, as run_retention and run_cleaner take them (they call logs(), which
-        # takes the manager's lock, while holding the maintenance lock): the other order could deadlock.
-        with self._maintenance, self._lock:
+        # The lock order of the module docstring: run_retention and run_cleaner list the logs while
+        # holding the maintenance lock, a checkpoint while holding the checkpoint lock.
+        with self._maintenance, self._checkpoint_lock, self._lock:
             meta = self._meta(name)
             rest = {k: v for k, v in self._topics.items() if k != name}
             self._write_topics(rest)
@@ -385,7 +397,7 @@ class LogManager:
                 shutil.rmtree(doomed, ignore_errors=True)
             self.cleaner.forget(name)
             fsync_dir(self.data_dir)
-            self._write_checkpoints()
+            self._write_checkpoints_locked()
 
     def _meta(self, name: str) -> TopicMetadata:
         try:
@@ -481,16 +493,20 @@ class LogManager:
 
     def _write_checkpoints(self) -> None:
         with self._checkpoint_lock:
-            logs = self.logs()
-            write_offsets(
-                self.data_dir / files.RECOVERY_POINT_CHECKPOINT,
-                {(lg.topic, lg.partition): lg.recovery_point for lg in logs},
-            )
-            write_offsets(
-                self.data_dir / files.REPLICATION_OFFSET_CHECKPOINT,
-                {(lg.topic, lg.partition): lg.high_watermark for lg in logs},
-            )
-            self._write_log_start_offsets_locked(logs)
+            self._write_checkpoints_locked()
+
+    def _write_checkpoints_locked(self) -> None:
+        """The caller holds the checkpoint lock (and may hold the manager's lock: it is re-entrant)."""
+        logs = self.logs()
+        write_offsets(
+            self.data_dir / files.RECOVERY_POINT_CHECKPOINT,
+            {(lg.topic, lg.partition): lg.recovery_point for lg in logs},
+        )
+        write_offsets(
+            self.data_dir / files.REPLICATION_OFFSET_CHECKPOINT,
+            {(lg.topic, lg.partition): lg.high_watermark for lg in logs},
+        )
+        self._write_log_start_offsets_locked(logs)
 
     def _write_log_start_offsets(self) -> None:
         with self._checkpoint_lock:

@@ -18,7 +18,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from ebb_broker.log.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from ebb_broker.log.errors import (
+    InvalidProducerEpochError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+)
 from ebb_broker.log.records import COMMIT, BatchHeader
 
 BATCHES_TO_RETAIN = 5
@@ -144,12 +148,24 @@ class ProducerStateManager:
         if entry.txn_first_offset is None:
             entry.txn_first_offset = first_offset
 
-    def check_marker(self, producer_id: int, producer_epoch: int) -> None:
-        """A marker's epoch may not be older than the producer's (a zombie coordinator's write)."""
+    def check_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int | None = None
+    ) -> None:
+        """A marker's epoch may not be older than the producer's, nor its coordinator epoch older than the
+        last marker's (a zombie coordinator's write; Kafka's ProducerAppendInfo.checkCoordinatorEpoch)."""
         entry = self._producers.get(producer_id)
         if entry is not None and producer_epoch < entry.epoch:
             raise InvalidProducerEpochError(
                 f"marker for producer {producer_id} epoch {producer_epoch} is fenced by epoch {entry.epoch}"
+            )
+        if (
+            entry is not None
+            and coordinator_epoch is not None
+            and coordinator_epoch < entry.coordinator_epoch
+        ):
+            raise TransactionCoordinatorFencedError(
+                f"marker for producer {producer_id} with coordinator epoch {coordinator_epoch} is fenced by "
+                f"coordinator epoch {entry.coordinator_epoch}"
             )
 
     def complete_txn(

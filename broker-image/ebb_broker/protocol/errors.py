@@ -20,6 +20,7 @@ _CODES: list[tuple[type[Exception], int]] = [
     (L.DuplicateSequenceError, E.DuplicateSequenceNumberError.errno),
     (L.OutOfOrderSequenceError, E.OutOfOrderSequenceNumberError.errno),
     (L.InvalidProducerEpochError, E.InvalidProducerEpochError.errno),
+    (L.TransactionCoordinatorFencedError, E.TransactionCoordinatorFencedError.errno),
     (L.UnknownTopicOrPartitionError, E.UnknownTopicOrPartitionError.errno),
     (L.TopicExistsError, E.TopicAlreadyExistsError.errno),
     (L.InvalidConfigError, E.InvalidConfigurationError.errno),

@@ -44,4 +44,5 @@ from ebb_broker.protocol.apis import (  # noqa: F401  (imported for their regist
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )

@@ -2,6 +2,9 @@
 
 Behaviour:
 - Deletes the topic's partitions and data at once (Kafka renames to -delete and removes async).
+- Removes every group's committed offsets of the topic (tombstones in `__consumer_offsets`) and drops
+  pending transactional ones, as Kafka's group coordinator does on partition deletion: a topic
+  re-created with that name shows no committed offset to OffsetFetch.
 - Needs DELETE on the CLUSTER, or DESCRIBE and DELETE on the TOPIC: a topic the session may not
   describe answers TOPIC_AUTHORIZATION_FAILED whether it exists or not; one it may describe but not
   delete, TOPIC_AUTHORIZATION_FAILED; nothing of it is deleted.
@@ -44,9 +47,14 @@ def _delete(broker: Broker, name: str | None) -> tuple[int, str | None]:
         return UnknownTopicOrPartitionError.errno, f"topic {name!r} does not exist"
     try:
         broker.logs.delete_topic(name)
-        log.info("deleted topic %s", name)
     except LogError as exc:
         return error_code(exc), str(exc)
+    try:
+        removed = broker.groups.on_topic_deleted(name)
+    except LogError:  # the topic is gone; its offsets come back only if the broker restarts before a retry
+        log.exception("deleted topic %s, but writing the tombstones of its committed offsets failed", name)
+        removed = 0
+    log.info("deleted topic %s and %d committed offsets of it", name, removed)
     return 0, None
 
 

@@ -251,3 +251,23 @@ def test_verify_refuses_writes_outside_the_transaction(tc: TxnContext) -> None:
     assert tc.txn.verify(TXN, p.producer_id, 0, ("t", 0)) == 0
     assert tc.txn.verify(TXN, p.producer_id, 0, ("t", 1)) == E.InvalidTxnStateError.errno
     assert tc.txn.verify("nobody", p.producer_id, 0, ("t", 0)) == E.InvalidProducerIdMappingError.errno
+
+
+def test_deleting_a_topic_drops_its_committed_and_pending_offsets(tc: TxnContext) -> None:
+    """Kafka's onPartitionsDeleted: the deleted topic's commits get tombstones and its pending
+    transactional offsets are dropped, so a later COMMIT marker does not bring them back, before or
+    after a restart."""
+    group = "g"
+    p = tc.txn.init_producer_id(TXN, TIMEOUT)
+    assert tc.txn.add_offsets(TXN, p.producer_id, 0, group) == 0
+    groups = tc.ctx.coordinator
+    groups.commit(group, tc.offset(group, 3))
+    groups.commit(group, {("kept", 0): CommittedOffset(4, -1, "", 0)})
+    groups.txn_commit(group, p.producer_id, 0, tc.offset(group, 7))
+    assert groups.has_pending_txn_offset(group, ("t", 0))
+    assert groups.on_topic_deleted("t") == 1
+    assert not groups.has_pending_txn_offset(group)
+    assert tc.txn.end_txn(TXN, p.producer_id, 0, commit=True) == 0
+    assert tc.ctx.committed(group) == {("kept", 0): 4}
+    tc.restart()
+    assert tc.ctx.committed(group) == {("kept", 0): 4}

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from pathlib import Path
 
+from ebb_broker.config import BrokerConfig
+from ebb_broker.log.log import Log
+from ebb_broker.log.log_manager import LogManager
 from tests.unit.broker.log.log_helpers import Clock, batch, read_all
 
 
@@ -49,3 +54,48 @@ def test_append_and_read_while_retention_and_cleaner_run(manager, clock: Clock) 
     assert not errors, errors
     # the newest record of every key lies above the log start offset: a consumer still sees all of them
     assert {k: v for _o, k, v in read_all(lg)} == expected
+
+
+def test_a_checkpoint_in_a_worker_thread_never_deadlocks_close_or_delete_topic(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """The periodic checkpoint (a worker thread) and close() / delete_topic() (the loop's thread) take the
+    same locks; they must take them in one order. The worker is held just after it took the checkpoint
+    lock, before it lists the logs, while close() or delete_topic() starts on another thread. They once
+    deadlocked (close held the logs lock and waited for the checkpoint lock, the worker the other way
+    round): the broker's event loop stopped and it never exited on SIGTERM. (No fixture closes these
+    managers: a deadlocked one cannot be closed, and the test must fail, not hang.)"""
+    config = BrokerConfig.parse({}).log_manager_config()
+    for action in ("close", "delete_topic"):
+        mgr = LogManager.open(tmp_path / action, config, clock=clock)
+        mgr.create_topic("t", 2, {})
+        mgr.get_log("t", 0).append(batch(b"v"))
+        listing = mgr.logs
+        held, go = threading.Event(), threading.Event()
+
+        def logs_held_in_the_checkpoint(
+            mgr: LogManager = mgr,
+            listing: Callable[[], list[Log]] = listing,
+            held: threading.Event = held,
+            go: threading.Event = go,
+        ) -> list[Log]:
+            if mgr._checkpoint_lock.locked() and not held.is_set():  # inside _write_checkpoints
+                held.set()
+                go.wait(10)
+            return listing()
+
+        mgr.logs = logs_held_in_the_checkpoint  # type: ignore[method-assign]
+        worker = threading.Thread(target=mgr.checkpoint, daemon=True)
+        worker.start()
+        assert held.wait(10), "the checkpoint never reached its lock"
+        other = threading.Thread(
+            target=mgr.close if action == "close" else lambda mgr=mgr: mgr.delete_topic("t"), daemon=True
+        )
+        other.start()
+        other.join(0.5)  # the time to take whatever it takes before the checkpoint lock
+        go.set()
+        worker.join(10)
+        other.join(10)
+        assert not worker.is_alive() and not other.is_alive(), f"checkpoint and {action} deadlocked"
+        mgr.close()
+        assert (tmp_path / action / ".kafka_cleanshutdown").exists()

@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 
 from ebb_broker.log import files
-from ebb_broker.log.errors import InvalidProducerEpochError, InvalidRecordError
+from ebb_broker.log.errors import (
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    TransactionCoordinatorFencedError,
+)
 from ebb_broker.log.log_manager import LogManager
 from ebb_broker.log.records import Record, decode_records, encode_batch, iter_headers
 from ebb_broker.log.transaction_index import AbortedTxn
@@ -70,6 +74,21 @@ def test_markers_fence_by_epoch(make_log) -> None:  # type: ignore[no-untyped-de
         lg.append(txn_batch(1, 1, b"zombie", epoch=3))
     lg.append(txn_batch(1, 0, b"fresh", epoch=4))
     assert lg.last_stable_offset == 2
+
+
+def test_markers_fence_an_older_coordinator_epoch(make_log) -> None:  # type: ignore[no-untyped-def]
+    """checkCoordinatorEpoch: a marker from an older coordinator epoch than the producer's last marker is
+    refused and writes nothing (WriteTxnMarkers answers TRANSACTION_COORDINATOR_FENCED); the same epoch
+    or a newer one is taken."""
+    lg = make_log()
+    lg.append(txn_batch(1, 0, b"x"))  # 0
+    lg.append_marker(1, 0, commit=False, coordinator_epoch=5)  # 1
+    lg.append(txn_batch(1, 1, b"y"))  # 2
+    with pytest.raises(TransactionCoordinatorFencedError):
+        lg.append_marker(1, 0, commit=False, coordinator_epoch=4)
+    assert (lg.log_end_offset, lg.last_stable_offset) == (3, 2)
+    lg.append_marker(1, 0, commit=True, coordinator_epoch=5)  # 3
+    assert lg.last_stable_offset == 4
 
 
 def _reopen(manager, mgr: LogManager) -> LogManager:  # type: ignore[no-untyped-def]
