@@ -31,6 +31,16 @@ POLICY_HELD_PARTITIONS = Gauge(
     "Partitions the last plan of a RetentionPolicy holds back (a group has not read them, or a safety rule)",
     ["namespace", "policy"],
 )
+POLICY_LIMITING_LAG_RECORDS = Gauge(
+    "ebb_operator_policy_limiting_lag_records",
+    "Records a group limiting a RetentionPolicy's cut on a topic has not read (status topics[].limiting)",
+    ["namespace", "policy", "topic", "group"],
+)
+POLICY_LIMITING_LAG_BYTES = Gauge(
+    "ebb_operator_policy_limiting_lag_bytes",
+    "Bytes (estimated) a group limiting a RetentionPolicy's cut on a topic holds on disk",
+    ["namespace", "policy", "topic", "group"],
+)
 POLICY_HELD_BY_GROUP = Gauge(
     "ebb_operator_policy_held_partitions_by_group",
     "Partitions the last plan of a RetentionPolicy holds back for a group (not read or committed by it), "

@@ -22,6 +22,7 @@ ENV = {
     "allow_inline_clusters": "EBB_ALLOW_INLINE_CLUSTERS",
     "admin_idle_seconds": "EBB_ADMIN_IDLE_SECONDS",
     "reclaim_poll_seconds": "EBB_RECLAIM_POLL_SECONDS",
+    "retry_backoff_seconds": "EBB_RETENTION_BACKOFF_SECONDS",
 }
 
 
@@ -51,6 +52,9 @@ class OperatorSettings:
     admin_idle_seconds: float = 300.0
     # How often a finished DeleteRecords looks again at what the brokers have freed (reclaimedBytes).
     reclaim_poll_seconds: float = 30.0
+    # A failed RetentionPolicy run is tried again after this, doubling per failure in a row (at most the
+    # policy's interval).
+    retry_backoff_seconds: float = 10.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorSettings:
@@ -68,6 +72,7 @@ _KINDS: dict[str, type] = {
     "poll_seconds": float,
     "admin_idle_seconds": float,
     "reclaim_poll_seconds": float,
+    "retry_backoff_seconds": float,
     "allow_inline_clusters": bool,
 }
 

@@ -8,6 +8,7 @@ first young record, whichever is lower, and name the group that holds it.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.bounded import close_within
 from harness.kafka import KafkaBroker
+from tests.spark.conftest import SMALL_DATA_ENV
 
 HOUR_MS = 3_600_000
 
@@ -83,7 +85,7 @@ def test_job_plans_from_real_commits_and_record_times(
     proc = subprocess.run(
         [sys.executable, "-m", "ebb_operator.analysis", "--policy-file", str(policy_file),
          "--output", str(out), "--master", "local[2]", "--now-ms", str(now_ms)],
-        capture_output=True, text=True, timeout=300, check=False,
+        capture_output=True, text=True, timeout=300, check=False, env={**os.environ, **SMALL_DATA_ENV},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     plan = json.loads(out.read_text())

@@ -18,8 +18,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
+from ebb_operator.analysis.catalog import Catalog, unlisted_partition
 from ebb_operator.analysis.commits_admin import read_committed_offsets
 from ebb_operator.analysis.offsets_source import latest_commits, latest_group_metadata, read_offsets_topic
+from ebb_operator.analysis.snapshot import PartitionState, TopicState
 from ebb_operator.kafka import ClusterAdmin, ClusterConnection
 from harness.bounded import close_within
 from harness.ebb_broker import EbbBroker
@@ -178,11 +180,27 @@ def test_admin_api_source_reads_what_the_coordinator_serves(
 ) -> None:
     """Many groups, spread over several Spark tasks, each read in one batched OffsetFetch."""
     conn, topic = cluster
-    groups = [f"adm-{uuid.uuid4().hex[:6]}-{i}" for i in range(7)]
+    groups = sorted(f"adm-{uuid.uuid4().hex[:6]}-{i}" for i in range(7))
     for i, g in enumerate(groups):
         commit(conn, g, {(topic, 0): i + 1, (topic, 1): 10 + i})
-    rows = read_committed_offsets(spark, conn, groups, groups_per_split=3).collect()
-    assert {(r.group, r.topic, r.partition, r.committed_offset) for r in rows} == coordinator_view(
-        conn, groups, topic
+    partitions = [PartitionState(topic, p, 0, 20, None, 0, None) for p in (0, 1)]
+    catalog = Catalog.of(groups, len(groups), [TopicState(topic, "delete", None)], partitions)
+    rows = read_committed_offsets(spark, conn, catalog, groups_per_split=3).collect()
+    assert {
+        (
+            catalog.groups[r.gid],
+            catalog.topics[r.tid].topic,
+            catalog.partitions[r.tp].partition,
+            r.committed_offset,
+        )
+        for r in rows
+    } == coordinator_view(conn, groups, topic)
+    # One row per group and topic says the group reads it (how the plan counts a topic's readers).
+    assert len(rows) == 14 and sorted(r.gid for r in rows if r.first_of_topic) == list(range(7))
+
+    # A partition the snapshot does not list (the topic grew since): one row per group, marked as such.
+    grown = Catalog.of(groups, len(groups), [TopicState(topic, "delete", None)], partitions[:1])
+    rows = read_committed_offsets(spark, conn, grown).collect()
+    assert sorted((r.gid, r.tp) for r in rows) == sorted(
+        (g, tp) for g in range(7) for tp in (0, unlisted_partition(0))
     )
-    assert len(rows) == 14 and all(r.commit_timestamp is None for r in rows)

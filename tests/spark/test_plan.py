@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from pyspark.sql import Row, SparkSession
+from pyspark.sql import SparkSession
 
 from ebb_operator.analysis import plan as P
 from ebb_operator.analysis.policy import AnalysisPolicy
+from ebb_operator.analysis.snapshot import GroupState, PartitionState, Snapshot, TopicState
 from ebb_operator.models.plan import HoldReason
 
 NOW = 1_800_000_000_000
@@ -56,7 +57,7 @@ def group(
     return (name, state, members, list(topics), error, empty_since)
 
 
-def run(
+def plan_of(
     spark: SparkSession,
     *,
     offsets: Sequence[tuple[Any, ...]],
@@ -64,16 +65,20 @@ def run(
     topics: Sequence[tuple[Any, ...]] = (("orders", "delete", None),),
     groups: Sequence[tuple[Any, ...]] = (),
     pol: AnalysisPolicy | None = None,
-) -> dict[tuple[str, int], Row]:
-    df = P.compute_plan(
-        spark.createDataFrame(list(offsets), P.OFFSETS_SCHEMA),
-        spark.createDataFrame(list(partitions), P.PARTITIONS_SCHEMA),
-        spark.createDataFrame(list(topics), P.TOPICS_SCHEMA),
-        spark.createDataFrame(list(groups), P.GROUPS_SCHEMA),
-        pol or policy(),
+) -> P.PlanResult:
+    snapshot = Snapshot(
         NOW,
+        [PartitionState(*p) for p in partitions],
+        [TopicState(*t) for t in topics],
+        [GroupState(*g) for g in groups],
     )
-    return {(r.topic, r.partition): r for r in df.collect()}
+    return P.plan_from_offsets(
+        spark.createDataFrame(list(offsets), P.OFFSETS_SCHEMA), snapshot, pol or policy(), NOW
+    )
+
+
+def run(spark: SparkSession, **inputs: Any) -> dict[tuple[str, int], P.PartitionDecision]:
+    return {(d.topic, d.partition): d for d in plan_of(spark, **inputs).decisions}
 
 
 def test_cut_is_min_of_counted_commits_and_retention_offset(spark: SparkSession) -> None:
@@ -387,15 +392,11 @@ def test_topic_patterns_select_topics_and_internal_topics_never_match(spark: Spa
 
 
 def test_summary_lists_deletes_and_names_holders(spark: SparkSession) -> None:
-    df = P.compute_plan(
-        spark.createDataFrame([commit("a", "orders", 0, 50), commit("b", "orders", 0, 70)], P.OFFSETS_SCHEMA),
-        spark.createDataFrame([part("orders", 0), part("orders", 1)], P.PARTITIONS_SCHEMA),
-        spark.createDataFrame([("orders", "delete", None)], P.TOPICS_SCHEMA),
-        spark.createDataFrame([], P.GROUPS_SCHEMA),
-        policy(),
-        NOW,
+    result = plan_of(
+        spark,
+        offsets=[commit("a", "orders", 0, 50), commit("b", "orders", 0, 70)],
+        partitions=[part("orders", 0), part("orders", 1)],
     )
-    result = P.summarize(df)
     s = result.summary
     assert (s.topics, s.partitions, s.held_partitions) == (1, 2, 1)
     assert (s.deletable_records, s.reclaimable_bytes) == (50, 5_000)
@@ -416,32 +417,34 @@ def test_excluding_a_group_outside_the_grant_does_not_discount_it(spark: SparkSe
 
 
 def test_the_slowest_groups_lag_is_reported_held_or_not(spark: SparkSession) -> None:
-    plan = run(
+    result = plan_of(
         spark,
         offsets=[commit("a", "orders", 0, 40), commit("b", "orders", 0, 90), commit("a", "orders", 1, 100)],
         partitions=[part("orders", 0), part("orders", 1, t=100)],
         groups=[group("a", topics=["orders"]), group("b", topics=["orders"])],
     )
-    p0 = plan["orders", 0]
+    p0 = result.decisions[0]
     # a has read up to 40 of 100: 60 records (6 000 of the partition's 10 000 bytes) are held for it.
-    assert (p0.blocking_groups, p0.lag_records, p0.lag_bytes) == (["a"], 60, 6_000)
-    result = P.summarize(
-        P.compute_plan(
-            spark.createDataFrame(
-                [commit("a", "orders", 0, 40), commit("b", "orders", 0, 90), commit("a", "orders", 1, 100)],
-                P.OFFSETS_SCHEMA,
-            ),
-            spark.createDataFrame([part("orders", 0), part("orders", 1, t=100)], P.PARTITIONS_SCHEMA),
-            spark.createDataFrame([("orders", "delete", None)], P.TOPICS_SCHEMA),
-            spark.createDataFrame(
-                [group("a", topics=["orders"]), group("b", topics=["orders"])], P.GROUPS_SCHEMA
-            ),
-            policy(),
-            NOW,
-        )
-    )
+    assert (p0.partition, p0.blocking_groups, p0.lag_records, p0.lag_bytes) == (0, ["a"], 60, 6_000)
+    # b has no commit on p1, which it reads: it holds all 100 records (10 000 bytes) there.
     (topic,) = result.topics
     assert [(g.group, g.partitions, g.lag_records, g.lag_bytes) for g in topic.limiting] == [
-        ("a", 1, 60, 6_000)
+        ("b", 1, 100, 10_000),
+        ("a", 1, 60, 6_000),
     ]
-    assert topic.limiting_count == 1
+    assert topic.limiting_count == 2
+
+
+def test_named_groups_are_bounded_and_counted(spark: SparkSession) -> None:
+    """25 readers lack a commit on p1: 20 are named (in name order), all 25 counted."""
+    readers = [f"g{i:02}" for i in range(25)]
+    result = plan_of(
+        spark,
+        offsets=[commit(g, "orders", 0, 50) for g in readers] + [commit("z", "orders", 1, 50)],
+        partitions=[part("orders", 0), part("orders", 1)],
+    )
+    (topic,) = result.topics
+    held = {h.partition: (h.reason, h.blocking_groups, h.blocking_count) for h in topic.held}
+    assert held == {0: (HoldReason.NO_COMMIT, ["z"], 1), 1: (HoldReason.NO_COMMIT, readers[:20], 25)}
+    # The topic's limiting list is bounded too, with its total (of the groups its partitions name).
+    assert (len(topic.limiting), topic.limiting_count) == (10, 21)

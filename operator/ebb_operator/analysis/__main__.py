@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     from ebb_operator.analysis.commits_admin import CommitsReadError
-    from ebb_operator.analysis.job import run_analysis
+    from ebb_operator.analysis.job import phase, run_analysis
     from ebb_operator.analysis.offsets_reader import OffsetsReadError
     from ebb_operator.analysis.offsets_records import OffsetsRecordError
     from ebb_operator.analysis.session import spark_session
@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     # Under spark-submit (a SparkApplication) PythonRunner sets the gateway variables: keep its master.
     master = args.master or (None if "PYSPARK_GATEWAY_PORT" in os.environ else "local[*]")
     now_ms = args.now_ms or request.now_ms or int(time.time() * 1000)
-    spark = spark_session(master)
+    with phase("starting Spark"):
+        spark = spark_session(master)
     try:
         result = run_analysis(
             spark,
@@ -132,11 +133,12 @@ def main(argv: list[str] | None = None) -> int:
         kube.upsert_config_map(
             policy.namespace, args.report_configmap, {PLAN_KEY: pack_plan(out)}, labels, None
         )
-    text = out.model_dump_json(by_alias=True, indent=2)
-    if args.output is not None:
-        args.output.write_text(text + "\n")
-    elif not args.report_configmap:
-        print(text)
+    with phase("handing the plan back"):
+        text = out.model_dump_json(by_alias=True, indent=2)
+        if args.output is not None:
+            args.output.write_text(text + "\n")
+        elif not args.report_configmap:
+            print(text)
     log.info(
         "planned: %d cuts, %d records, %d bytes; %d partitions held",
         len(chosen),

@@ -13,87 +13,147 @@ could delete what that group has not read.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from ebb_operator.analysis.catalog import COMMITS_ARROW_SCHEMA, COMMITS_SCHEMA, Catalog, unlisted_partition
 from ebb_operator.kafka import ClusterAdmin, ClusterConnection, KafkaFailure
 
 SOURCE_NAME = "ebb_committed_offsets"
-SCHEMA = "group string, topic string, partition int, committed_offset long, commit_timestamp long"
-ARROW_SCHEMA = pa.schema(
-    [
-        ("group", pa.string()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("committed_offset", pa.int64()),
-        ("commit_timestamp", pa.int64()),
-    ]
-)
 
 
 class CommitsReadError(RuntimeError):
     """A group's committed offsets could not be read; the plan must not be computed without them."""
 
 
-def read_groups(connection: ClusterConnection, groups: list[str]) -> pa.RecordBatch:
-    """One task's groups, as one Arrow batch."""
-    columns: dict[str, list[object]] = {name: [] for name in ARROW_SCHEMA.names}
+class _Topic(NamedTuple):
+    tid: int
+    first_tp: int
+    size: int  # the snapshot lists partitions 0 .. size-1 (tp = first_tp + partition), unless
+    listed: dict[int, int] | None  # partition -> tp, where it lists others
+
+    def tp(self, partition: int) -> int | None:
+        """The partition's id; None for a partition the snapshot does not list."""
+        if self.listed is not None:
+            return self.listed.get(partition)
+        return self.first_tp + partition if 0 <= partition < self.size else None
+
+
+def _topic_index(topics: Mapping[str, list[int]]) -> dict[str, _Topic]:
+    index = {}
+    for topic, (tid, first_tp, *partitions) in topics.items():
+        contiguous = partitions == list(range(len(partitions)))
+        listed = None if contiguous else {p: first_tp + i for i, p in enumerate(partitions)}
+        index[topic] = _Topic(tid, first_tp, len(partitions), listed)
+    return index
+
+
+def read_groups(
+    connection: ClusterConnection, groups: Sequence[str], first_gid: int, topics: Mapping[str, list[int]]
+) -> pa.RecordBatch:
+    """The commits of `groups` (ids from `first_gid` on) on the catalog's topics (`Catalog.reader_topics`),
+    as one Arrow batch of catalog.COMMITS_SCHEMA. The answer comes in columns per group and topic
+    (ClusterAdmin.committed_offsets_by_topic), so the work here is per topic, not per commit."""
+    index = _topic_index(topics)
+    gids: list[int] = []
+    tids: list[int] = []
+    tps: list[int] = []
+    offsets: list[int] = []
+    first: list[bool] = []  # one row per (group, topic) says the group reads the topic
     with ClusterAdmin(connection, request_timeout=60.0) as admin:
-        for group, found in admin.committed_offsets_of(groups).items():
-            if isinstance(found, KafkaFailure):
-                raise CommitsReadError(f"cannot read the committed offsets of group {group}: {found}")
-            for tp, offset in found.items():
-                columns["group"].append(group)
-                columns["topic"].append(tp.topic)
-                columns["partition"].append(tp.partition)
-                columns["committed_offset"].append(offset)
-                columns["commit_timestamp"].append(None)
-    return pa.RecordBatch.from_pydict(columns, schema=ARROW_SCHEMA)
+        found = admin.committed_offsets_by_topic(groups)
+    for gid, group in enumerate(groups, start=first_gid):
+        committed = found[group]
+        if isinstance(committed, KafkaFailure):
+            raise CommitsReadError(f"cannot read the committed offsets of group {group}: {committed}")
+        for t in committed:
+            topic = index.get(t.topic)
+            if topic is None:
+                continue  # a topic the policy does not match
+            n = len(t.partitions)
+            if n == 0:
+                continue
+            if topic.listed is None and max(t.partitions) < topic.size:
+                tps.extend([topic.first_tp + p for p in t.partitions])
+                offsets.extend(t.offsets)
+            else:
+                n, grew = 0, False
+                for p, o in zip(t.partitions, t.offsets, strict=True):
+                    tp = topic.tp(p)
+                    if tp is None:
+                        grew = True  # the topic grew since the snapshot
+                        continue
+                    tps.append(tp)
+                    offsets.append(o)
+                    n += 1
+                if grew:  # one row says so
+                    tps.append(unlisted_partition(topic.tid))
+                    offsets.append(-1)
+                    n += 1
+            gids.extend([gid] * n)
+            tids.extend([topic.tid] * n)
+            first.append(True)
+            first.extend([False] * (n - 1))
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(gids, pa.int32()),
+            pa.array(tids, pa.int32()),
+            pa.array(tps, pa.int32()),
+            pa.array(offsets, pa.int64()),
+            pa.array(first, pa.bool_()),
+        ],
+        schema=COMMITS_ARROW_SCHEMA,
+    )
 
 
 class CommittedOffsetsReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.connection = ClusterConnection.from_json(json.loads(options["connection"]))
         self.groups: list[str] = json.loads(options["groups"])
+        self.topics: dict[str, list[int]] = json.loads(options["topics"])
         self.per_split = max(1, int(options.get("groupsPerSplit", "100")))
 
     def partitions(self) -> list[InputPartition]:
-        chunks = [self.groups[i : i + self.per_split] for i in range(0, len(self.groups), self.per_split)]
-        return [InputPartition(c) for c in chunks] or [InputPartition([])]
+        starts = range(0, len(self.groups), self.per_split)
+        return [InputPartition(i) for i in starts] or [InputPartition(None)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        groups = partition.value
-        if groups:
-            yield read_groups(self.connection, groups)
+        start = partition.value
+        if start is not None:
+            yield read_groups(
+                self.connection, self.groups[start : start + self.per_split], start, self.topics
+            )
 
 
 class CommittedOffsetsDataSource(DataSource):
-    """Spark Python data source (Spark 4 API) of the committed offsets of the named groups."""
+    """Spark Python data source (Spark 4 API) of the committed offsets of a run's groups."""
 
     @classmethod
     def name(cls) -> str:
         return SOURCE_NAME
 
     def schema(self) -> str:
-        return SCHEMA
+        return COMMITS_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return CommittedOffsetsReader(dict(self.options))
 
 
 def read_committed_offsets(
-    spark: SparkSession, connection: ClusterConnection, groups: list[str], groups_per_split: int = 100
+    spark: SparkSession, connection: ClusterConnection, catalog: Catalog, groups_per_split: int = 100
 ) -> DataFrame:
-    """Committed offsets of `groups` (plan.OFFSETS_SCHEMA), read by Spark tasks."""
+    """The commits of the catalog's groups on its topics (catalog.COMMITS_SCHEMA), read by Spark tasks."""
     spark.dataSource.register(CommittedOffsetsDataSource)
     return (
         spark.read.format(SOURCE_NAME)
         .option("connection", json.dumps(connection.to_json()))
-        .option("groups", json.dumps(sorted(groups)))
+        .option("groups", json.dumps(list(catalog.groups)))
+        .option("topics", json.dumps(catalog.reader_topics()))
         .option("groupsPerSplit", str(groups_per_split))
         .load()
     )

@@ -4,53 +4,89 @@ plan."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
 
 from ebb_operator.analysis.commits_admin import read_committed_offsets
 from ebb_operator.analysis.offsets_source import latest_commits, latest_group_metadata, read_offsets_topic
-from ebb_operator.analysis.plan import PlanResult, plan_frames, summarize
+from ebb_operator.analysis.plan import PlanResult, compute_plan, plan_from_offsets, prepare
 from ebb_operator.analysis.policy import AnalysisPolicy
-from ebb_operator.analysis.snapshot import empty_groups, take_snapshot
+from ebb_operator.analysis.snapshot import GroupState, Snapshot, empty_groups, take_snapshot
 from ebb_operator.kafka import ClusterAdmin, ClusterConnection
 from ebb_operator.models.retention_policy import OffsetsSource
 
 log = logging.getLogger(__name__)
 
 
-def merge_groups(described: DataFrame, stored: DataFrame) -> DataFrame:
-    """Groups as DescribeGroups sees them, plus the topics their members subscribe to as the coordinator
-    stored them (a member may subscribe to a topic it has no partition of yet: it still reads the topic)."""
-    empty = F.array().cast("array<string>")
-    return (
-        described.alias("d")
-        .join(stored.alias("s"), "group", "full_outer")
-        .select(
-            "group",
-            F.col("d.state").alias("state"),
-            F.coalesce(F.col("d.members"), F.col("s.members")).alias("members"),
-            F.array_sort(
-                F.array_union(
-                    F.coalesce(F.col("d.topics"), empty), F.coalesce(F.col("s.subscribed_topics"), empty)
-                )
-            ).alias("topics"),
-            F.col("d.error").alias("error"),
-            # Empty since: the earlier of the operator's memory and the coordinator's state change.
-            F.least(
-                F.col("d.empty_since"),
-                F.when(F.col("s.members") == 0, F.col("s.state_timestamp")),
-            ).alias("empty_since"),
-        )
-    )
+def merge_groups(described: Sequence[GroupState], stored: Iterable[Mapping[str, Any]]) -> list[GroupState]:
+    """Groups as DescribeGroups sees them, plus what the coordinator stored of them in `__consumer_offsets`
+    (latest_group_metadata rows): the topics their members subscribe to (a member may subscribe to a
+    topic it has no partition of yet: it still reads the topic), and when a group stored as empty last
+    changed state (empty since: the earlier of that and the operator's memory)."""
+    by_name = {g.group: g for g in described}
+    for row in stored:
+        name: str = row["group"]
+        members: int | None = row["members"]
+        g = by_name.get(name) or GroupState(name, None, members, (), None, None)
+        empty_since = g.empty_since
+        stamp: int | None = row["state_timestamp"]
+        if members == 0 and stamp is not None and not g.members:
+            empty_since = stamp if empty_since is None else min(empty_since, stamp)
+        topics = sorted(set(g.topics) | set(row["subscribed_topics"] or ()))
+        by_name[name] = g._replace(topics=topics, empty_since=empty_since)
+    return [by_name[n] for n in sorted(by_name)]
 
 
 @dataclass
 class RunResult:
     plan: PlanResult
     empty_since: dict[str, int]  # the operator's memory of empty groups, for the next run
+
+
+def cpu_seconds() -> float | None:
+    """CPU time of this process and every live or reaped descendant (the JVM of local mode, its Python
+    workers), from /proc; None where there is no /proc. On a shared machine, wall time says little."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    spent: dict[int, float] = {}
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        pid = int(stat.parent.name)
+        parent[pid] = int(fields[1])
+        spent[pid] = sum(int(f) for f in fields[11:15]) / tick  # utime stime cutime cstime
+    me, total = os.getpid(), 0.0
+    for pid, seconds in spent.items():
+        p = pid
+        while p not in (me, 0, 1) and p in parent:
+            p = parent[p]
+        if p == me:
+            total += seconds
+    return total
+
+
+@contextmanager
+def phase(what: str) -> Iterator[None]:
+    """Log how long a phase of the run took, and its CPU seconds: where a run's time goes."""
+    started, cpu = time.perf_counter(), cpu_seconds()
+    yield
+    wall = time.perf_counter() - started
+    after = cpu_seconds()
+    spent = f", {after - cpu:.1f} CPU s" if after is not None and cpu is not None else ""
+    log.info("%s took %.1f s%s", what, wall, spent)
 
 
 def run_analysis(
@@ -62,30 +98,41 @@ def run_analysis(
     empty_since: Mapping[str, int] | None = None,
     **source_options: str,
 ) -> RunResult:
-    """Snapshot, commits (policy.offsets_source), plan. Raises when anything the plan needs is unknown."""
-    log.info(
-        "taking the cluster snapshot of %s (offsets, sizes, configs, groups)", connection.bootstrap_servers
-    )
-    with ClusterAdmin(connection) as admin:
+    """Snapshot, commits (policy.offsets_source), plan. Raises when anything the plan needs is unknown.
+    The commits are read once and kept (memory, then local disk) for the plan's few reads of them."""
+    with phase(f"the snapshot of {connection.bootstrap_servers}"), ClusterAdmin(connection) as admin:
         snapshot = take_snapshot(admin, policy, now_ms, empty_since)
-    partitions, topics, groups = snapshot.frames(spark)
+    log.info(
+        "%d partitions of %d matched topics, %d groups",
+        len(snapshot.partitions),
+        len(snapshot.topics),
+        len(snapshot.groups),
+    )
+    keep = StorageLevel.MEMORY_AND_DISK
     if policy.offsets_source is OffsetsSource.ADMIN_API:
-        names = [row[0] for row in snapshot.groups]
-        log.info("reading the committed offsets of %d groups (OffsetFetch, KIP-709)", len(names))
-        commits = read_committed_offsets(spark, connection, names).persist()
-        raw = None
-    else:
-        log.info("reading __consumer_offsets")
-        raw = read_offsets_topic(spark, connection, **source_options).persist()
-        commits = latest_commits(raw)
-        groups = merge_groups(groups, latest_group_metadata(raw))
+        inputs = prepare(snapshot, policy, now_ms)
+        commits = read_committed_offsets(spark, connection, inputs.catalog).persist(keep)
+        try:
+            with phase(f"reading the commits of {len(inputs.catalog.groups)} groups (OffsetFetch, KIP-709)"):
+                log.info("%d commits on matched topics", commits.count())
+            with phase("the plan"):
+                plan = compute_plan(commits, inputs)
+            return RunResult(plan, empty_groups(snapshot))
+        finally:
+            commits.unpersist()
+    raw = read_offsets_topic(spark, connection, **source_options).persist(keep)
     try:
-        log.info(
-            "computing the plan for %d partitions of %d topics",
-            len(snapshot.partitions),
-            len(snapshot.topics),
-        )
-        frames = plan_frames(commits, partitions, topics, groups, policy, now_ms)
-        return RunResult(summarize(frames), empty_groups(snapshot))
+        with phase("reading __consumer_offsets"):
+            log.info("%d records", raw.count())
+        with phase("the plan"):
+            stored = latest_group_metadata(raw).toArrow().to_pylist()
+            groups = merge_groups(list(snapshot.groups), stored)
+            merged = Snapshot(snapshot.taken_at_ms, snapshot.partitions, snapshot.topics, groups)
+            offsets = latest_commits(raw).persist(keep)
+            try:
+                plan = plan_from_offsets(offsets, merged, policy, now_ms)
+            finally:
+                offsets.unpersist()
+        return RunResult(plan, empty_groups(snapshot))
     finally:
-        (raw if raw is not None else commits).unpersist()
+        raw.unpersist()

@@ -9,13 +9,10 @@ failures that leave the whole picture unknown (listing topics or groups) raise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from pyspark.sql import DataFrame, SparkSession
-
-from ebb_operator.analysis.plan import GROUPS_SCHEMA, PARTITIONS_SCHEMA, TOPICS_SCHEMA
 from ebb_operator.analysis.policy import AnalysisPolicy
 from ebb_operator.kafka import EARLIEST, LATEST, ClusterAdmin, TopicPartition
 from ebb_operator.models.common import full_match
@@ -25,21 +22,40 @@ class SnapshotError(RuntimeError):
     """The cluster could not be read well enough to plan anything (e.g. topics or groups not listable)."""
 
 
+class PartitionState(NamedTuple):
+    topic: str
+    partition: int
+    log_start: int | None  # ListOffsets EARLIEST
+    high_watermark: int | None  # ListOffsets LATEST
+    size_bytes: int | None  # DescribeLogDirs, summed over replicas
+    time_offset: int | None  # the first offset at or after now - consumedRetention (the HW if none)
+    error: str | None  # any lookup failure: the plan holds the partition
+
+
+class TopicState(NamedTuple):
+    topic: str
+    cleanup_policy: str | None
+    error: str | None
+
+
+class GroupState(NamedTuple):
+    group: str
+    state: str | None
+    members: int | None  # None: unknown (the description failed, or a group only commits name)
+    topics: Sequence[str]  # topics its members are assigned or subscribe to
+    error: str | None
+    empty_since: int | None  # ms; when it was first seen without members (None: it has members)
+    last_commit: int | None = None  # ms of its latest commit, where the offsets source has commit times
+
+
 @dataclass(frozen=True)
 class Snapshot:
-    """Rows in the plan's input schemas (plan.PARTITIONS_SCHEMA, TOPICS_SCHEMA, GROUPS_SCHEMA)."""
+    """The small inputs of a plan: one row per partition, topic and group (commits come separately)."""
 
     taken_at_ms: int
-    partitions: list[tuple[Any, ...]]
-    topics: list[tuple[Any, ...]]
-    groups: list[tuple[Any, ...]]
-
-    def frames(self, spark: SparkSession) -> tuple[DataFrame, DataFrame, DataFrame]:
-        return (
-            spark.createDataFrame(self.partitions, PARTITIONS_SCHEMA),
-            spark.createDataFrame(self.topics, TOPICS_SCHEMA),
-            spark.createDataFrame(self.groups, GROUPS_SCHEMA),
-        )
+    partitions: Sequence[PartitionState]
+    topics: Sequence[TopicState]
+    groups: Sequence[GroupState] = field(default_factory=list)
 
 
 def matched_topics(names: list[str], policy: AnalysisPolicy) -> list[str]:
@@ -62,7 +78,7 @@ def take_snapshot(
     except Exception as e:
         raise SnapshotError(f"cannot list topics: {e}") from e
     names = matched_topics(list(md.topics), policy)
-    topic_rows: list[tuple[Any, ...]] = []
+    topic_rows: list[TopicState] = []
     tps: list[TopicPartition] = []
     configs = admin.topic_configs(names)
     for name in names:
@@ -74,7 +90,7 @@ def take_snapshot(
             error_text: str | None = "DescribeConfigs: no answer for the topic"
         else:
             error_text = f"{'Metadata' if meta.error else 'DescribeConfigs'}: {error}" if error else None
-        topic_rows.append((name, policy_value.value if policy_value else None, error_text))
+        topic_rows.append(TopicState(name, policy_value.value if policy_value else None, error_text))
         tps.extend(TopicPartition(name, p) for p in meta.partitions)
 
     earliest = admin.offsets(tps, EARLIEST)
@@ -84,7 +100,7 @@ def take_snapshot(
         sizes = admin.log_dir_sizes(tps)
     except Exception:
         sizes = {}  # sizes only feed the bytes estimate; a failure must not hold deletes
-    part_rows: list[tuple[Any, ...]] = []
+    part_rows: list[PartitionState] = []
     for tp in tps:
         lo, hi, at = earliest.get(tp), latest.get(tp), by_time.get(tp)
         errors = [
@@ -97,7 +113,7 @@ def take_snapshot(
             # KIP-79: -1 means no record at or after the timestamp, i.e. every record is older: the whole log.
             time_offset = hi.offset if at.offset < 0 else at.offset
         part_rows.append(
-            (
+            PartitionState(
                 tp.topic,
                 tp.partition,
                 lo.offset if lo is not None else None,
@@ -113,22 +129,22 @@ def take_snapshot(
     except Exception as e:
         raise SnapshotError(f"cannot list consumer groups: {e}") from e
     described = admin.describe_groups(g.group_id for g in listings)
-    group_rows: list[tuple[Any, ...]] = []
+    group_rows: list[GroupState] = []
     memory = empty_since or {}
     for g in listings:
         d = described.get(g.group_id)
         if d is None or d.error is not None:
             failure = f"DescribeGroups: {d.error if d else 'no answer'}"
-            group_rows.append((g.group_id, g.state, None, [], failure, None))
+            group_rows.append(GroupState(g.group_id, g.state, None, [], failure, None))
             continue
         topics = {tp.topic for m in d.members for tp in m.assignment} | {
             t for m in d.members for t in m.subscription
         }
         since = min(memory.get(g.group_id, now_ms), now_ms) if not d.members else None
-        group_rows.append((g.group_id, d.state, len(d.members), sorted(topics), None, since))
+        group_rows.append(GroupState(g.group_id, d.state, len(d.members), sorted(topics), None, since))
     return Snapshot(now_ms, part_rows, topic_rows, group_rows)
 
 
 def empty_groups(snapshot: Snapshot) -> dict[str, int]:
     """The memory for the next run: every group seen empty, since when (groups with members drop out)."""
-    return {row[0]: row[5] for row in snapshot.groups if row[5] is not None}
+    return {g.group: g.empty_since for g in snapshot.groups if g.empty_since is not None}

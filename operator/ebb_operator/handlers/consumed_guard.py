@@ -16,27 +16,43 @@ from collections.abc import Iterable, Mapping
 from ebb_operator.kafka import GroupDescription, TopicPartition
 
 
+def readers(
+    committed: Mapping[str, Mapping[TopicPartition, int]],
+    descriptions: Mapping[str, GroupDescription],
+    only: Iterable[str] | None = None,
+) -> dict[str, set[str]]:
+    """topic -> the groups that read it (among `only`, when given): computed once per guard check, so
+    a check of 100 partitions against 1 000 groups costs a lookup per group and partition."""
+    groups = set(committed) | set(descriptions)
+    if only is not None:
+        groups &= set(only)
+    out: dict[str, set[str]] = {}
+    for group in groups:
+        topics = {tp.topic for tp in committed.get(group, {})}
+        desc = descriptions.get(group)
+        if desc is not None:
+            topics.update(a.topic for m in desc.members for a in m.assignment)
+        for topic in topics:
+            out.setdefault(topic, set()).add(group)
+    return out
+
+
 def blocking_groups(
     tp: TopicPartition,
     offset: int,
     committed: Mapping[str, Mapping[TopicPartition, int]],
     descriptions: Mapping[str, GroupDescription],
     only: Iterable[str] | None = None,
+    *,
+    reading: Mapping[str, set[str]] | None = None,
 ) -> list[str]:
     """Groups that read `tp`'s topic and have not committed past `offset`, each with its position
-    (among `only`, when given)."""
+    (among `only`, when given). `reading`: `readers(...)` of the same inputs, when already computed."""
+    if reading is None:
+        reading = readers(committed, descriptions, only)
     blockers = []
-    groups = set(committed) | set(descriptions)
-    if only is not None:
-        groups &= set(only)
-    for group in sorted(groups):
-        offsets = committed.get(group, {})
-        desc = descriptions.get(group)
-        assigned = desc is not None and any(a.topic == tp.topic for m in desc.members for a in m.assignment)
-        reads_topic = assigned or any(t.topic == tp.topic for t in offsets)
-        if not reads_topic:
-            continue
-        position = offsets.get(tp)
+    for group in sorted(reading.get(tp.topic, ())):
+        position = committed.get(group, {}).get(tp)
         if position is None:
             blockers.append(f"{group} (no committed offset)")
         elif position < offset:

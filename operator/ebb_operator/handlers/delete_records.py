@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from ebb_operator import kube, metrics
 from ebb_operator.access import Forbidden
 from ebb_operator.handlers import cluster
-from ebb_operator.handlers.consumed_guard import blocking_groups
+from ebb_operator.handlers.consumed_guard import blocking_groups, readers
 from ebb_operator.handlers.errors import KafkaFailed
 from ebb_operator.handlers.runtime import Runtime, runtime
 from ebb_operator.handlers.status import StatusWriter
@@ -117,17 +117,30 @@ def guard_blockers(
     else:
         groups = [g.group_id for g in admin.list_groups()]
     descriptions = admin.describe_groups(groups)
+    # Every group's commits, in OffsetFetch requests of many groups (KIP-709); only the cut topics' are
+    # kept: they say whether a group reads a topic, and how far.
+    topics = {tp.topic for tp in targets}
     committed: dict[str, dict[TopicPartition, int]] = {}
-    for group, found in admin.committed_offsets_of(groups).items():
+    for group, found in admin.committed_offsets_by_topic(groups).items():
         if isinstance(found, KafkaFailure):
             raise KafkaFailed(f"cannot read the committed offsets of group {group}: {found}")
-        committed[group] = found
+        committed[group] = {
+            TopicPartition(t.topic, p): o
+            for t in found
+            if t.topic in topics
+            for p, o in zip(t.partitions, t.offsets, strict=True)
+        }
     named = spec.consumed_by if spec.guard is Guard.CONSUMED_BY else None
-    return {tp: blocking_groups(tp, target, committed, descriptions, named) for tp, target in targets.items()}
+    reading = readers(committed, descriptions, named)
+    return {
+        tp: blocking_groups(tp, target, committed, descriptions, reading=reading)
+        for tp, target in targets.items()
+    }
 
 
-def _plan(admin: ClusterAdmin, spec: DeleteRecordsSpec) -> tuple[list[PartitionResult], int]:
-    """The plan and the bytes of the partitions it cuts (blocking: runs in a worker thread)."""
+def _plan(admin: ClusterAdmin, spec: DeleteRecordsSpec) -> tuple[list[PartitionResult], int | None]:
+    """The plan and the bytes of the partitions it cuts, over every replica (None: a broker did not
+    answer). Blocking: runs in a worker thread."""
     tps = [TopicPartition(p.topic, p.partition) for p in spec.partitions]
     metadata = admin.metadata({tp.topic for tp in tps})
     errors: dict[TopicPartition, KafkaFailure] = {}
@@ -163,7 +176,13 @@ def _plan(admin: ClusterAdmin, spec: DeleteRecordsSpec) -> tuple[list[PartitionR
         blockers,
     )
     pending = [TopicPartition(r.topic, r.partition) for r in plan if r.error is None]
-    return plan, sum(admin.log_dir_sizes(pending).values())
+    try:
+        before: int | None = sum(admin.log_dir_sizes(pending).values())
+    except Exception as exc:  # a broker that does not answer (stopped, frozen): its replicas' size is
+        # unknown, so what the deletion frees cannot be measured; the deletion itself does not need it
+        log.info("bytes before the deletion not measured: %s", exc)
+        before = None
+    return plan, before
 
 
 def _pending(status: DeleteRecordsStatus) -> dict[TopicPartition, PartitionResult]:
@@ -175,11 +194,15 @@ def _pending(status: DeleteRecordsStatus) -> dict[TopicPartition, PartitionResul
 
 
 async def _delete(
-    rt: Runtime, conn: ClusterConnection, spec: DeleteRecordsSpec, status: DeleteRecordsStatus
+    rt: Runtime, conn: ClusterConnection, spec: DeleteRecordsSpec, out: StatusWriter[DeleteRecordsStatus]
 ) -> None:
     """Send DeleteRecords for pending partitions, the guard checked again right before each request;
-    retriable errors are retried until spec.timeout."""
+    retriable errors are retried until spec.timeout, each partition's shown in status meanwhile
+    (`retrying`: KIP-107's answer waits for every live replica, so a follower that does not fetch
+    times the request out until it is back or fenced)."""
+    status = out.status
     deadline = time.monotonic() + parse_duration(spec.timeout).total_seconds()
+    shown: list[tuple[str, int, str]] = []
     while pending := _pending(status):
         targets = {tp: r.requested_offset for tp, r in pending.items()}
 
@@ -188,6 +211,7 @@ async def _delete(
         )
         retry = False
         for tp, entry in pending.items():
+            entry.retrying = None
             if blockers.get(tp):
                 entry.error = guard_refusal(entry.requested_offset, blockers[tp])
                 continue
@@ -195,10 +219,18 @@ async def _delete(
             if result.error is None:
                 entry.low_watermark = result.low_watermark
             elif result.error.retriable and time.monotonic() < deadline:
+                entry.retrying = str(result.error)[:512]
                 retry = True
             else:
                 entry.error = str(result.error)
         if retry:
+            now = [(r.topic, r.partition, r.retrying) for r in status.partitions if r.retrying is not None]
+            if now != shown:  # written when the set of errors changes, not at every try
+                shown = now
+                first = f"{now[0][0]}-{now[0][1]}: {now[0][2]}"
+                await out.write(
+                    ConditionStatus.UNKNOWN, "Retrying", f"retrying {len(now)} partitions, e.g. {first}"
+                )
             await asyncio.sleep(0.5)
 
 
@@ -282,7 +314,7 @@ async def _execute(
         targets = ", ".join(f"{tp}<{r.requested_offset}" for tp, r in sorted(pending.items()))
         kopf.info(body, reason="DeletingRecords", message=f"deleting records below {targets}"[:1024])
         try:
-            await _delete(rt, conn, spec, status)
+            await _delete(rt, conn, spec, out)
         except Exception as exc:
             message = f"cannot delete, retrying: {exc}"
             await out.write(ConditionStatus.UNKNOWN, "Running", message[:2048])

@@ -12,6 +12,7 @@ from ebb_operator.kafka.connection import (
     ClusterConnection,
     ForbiddenPropertyError,
 )
+from ebb_operator.kafka.offset_fetch import TopicCommits
 from ebb_operator.kafka.pool import AdminPool
 from ebb_operator.kafka.results import (
     ClusterMetadata,
@@ -46,6 +47,7 @@ __all__ = [
     "KafkaCallError",
     "KafkaFailure",
     "OffsetResult",
+    "TopicCommits",
     "TopicConfigs",
     "TopicMetadata",
     "TopicPartition",

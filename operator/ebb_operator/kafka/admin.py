@@ -8,20 +8,25 @@ which librdkafka's admin API lacks (docs/operator.md). Calls block: async caller
 Batched calls return a result or a failure per item and never raise for one bad partition: kafka-python
 raises for the first error of a batch, so a failed batch is retried item by item to attribute each
 failure (safe for every call here: reads are reads, and DeleteRecords is idempotent, KIP-107).
+DeleteRecords is sent by this module itself, one request per leader (see `delete_records`).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from kafka import TopicPartition as KpTopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, OffsetSpec
-from kafka.errors import KafkaError
+from kafka.errors import KafkaError, LeaderNotAvailableError, for_code
+from kafka.protocol.admin import DeleteRecordsRequest
 
+from ebb_operator.kafka import offset_fetch
 from ebb_operator.kafka.connection import ClusterConnection
+from ebb_operator.kafka.offset_fetch import TopicCommits
 from ebb_operator.kafka.results import (
     ClusterMetadata,
     ConfigValue,
@@ -185,9 +190,35 @@ class ClusterAdmin:
             return dict(self._client.list_group_offsets(keys))
 
         def wrap(found: Mapping[KpTopicPartition, Any]) -> dict[TopicPartition, int]:
-            return {_tp(kp): int(o.offset) for kp, o in found.items() if o.offset >= 0}
+            # kafka-python's TopicPartition is a (topic, partition) named tuple too: re-typed, not rebuilt
+            # (a large group answers with 10 000s of partitions, and the analysis job reads 10 M).
+            new = tuple.__new__
+            return {new(TopicPartition, kp): o.offset for kp, o in found.items() if o.offset >= 0}
 
         return per_item(ids, call, wrap, lambda _, f: f)
+
+    def committed_offsets_by_topic(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, list[TopicCommits] | KafkaFailure]:
+        """Every committed offset of many groups, per topic, in columns: the analysis job's read of 10 M
+        commits (offset_fetch.py decodes the v8 answer itself; without v8, the per-group path above)."""
+        ids = list(dict.fromkeys(group_ids))
+        if not ids:
+            return {}
+        if offset_fetch.supported(self._client):
+            return offset_fetch.fetch(self._client, ids)
+        out: dict[str, list[TopicCommits] | KafkaFailure] = {}
+        for group, found in self.committed_offsets_of(ids).items():
+            if isinstance(found, KafkaFailure):
+                out[group] = found
+                continue
+            by_topic: dict[str, TopicCommits] = {}
+            for tp, offset in sorted(found.items()):
+                t = by_topic.setdefault(tp.topic, TopicCommits(tp.topic, [], []))
+                t.partitions.append(tp.partition)
+                t.offsets.append(offset)
+            out[group] = list(by_topic.values())
+        return out
 
     # -- configs --------------------------------------------------------------------------------
 
@@ -263,22 +294,63 @@ class ClusterAdmin:
     def delete_records(
         self, offsets: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, DeleteRecordsResult]:
-        """KIP-107 DeleteRecords: move each partition's log start to `offset` (-1 = high watermark)."""
+        """KIP-107 DeleteRecords: move each partition's log start to `offset` (-1 = high watermark).
+
+        One request per leader, all in flight at once, each partition's error its own. Not kafka-python's
+        `delete_records`: it awaits the leaders one after another and raises for the whole batch when
+        one partition fails, and a leader's answer waits for every live replica (up to the request's
+        timeout), so a follower that does not fetch would cost that timeout per leader, then again per
+        partition when the batch is split. The broker is asked to answer within two thirds of the
+        client's request timeout, so its per-partition REQUEST_TIMED_OUT arrives before the client
+        gives up on the connection."""
         if not offsets:
             return {}
+        wait_ms = int(self.timeout * 1000 * 2 / 3)
+        client = self._client
 
-        def call(keys: list[TopicPartition]) -> dict[TopicPartition, Any]:
-            found = self._client.delete_records(
-                {_kp(tp): offsets[tp] for tp in keys}, timeout_ms=int(self.timeout * 1000)
-            )
-            return {_tp(kp): r["low_watermark"] for kp, r in found.items()}
+        async def run() -> dict[TopicPartition, DeleteRecordsResult]:
+            kps = {_kp(tp): o for tp, o in offsets.items()}
+            leaders = await client._async_get_leader_for_partitions(set(kps))
+            out: dict[TopicPartition, DeleteRecordsResult] = {}
+            in_flight = []
+            for leader, parts in leaders.items():
+                if leader is None or leader < 0:
+                    for kp in parts:
+                        out[_tp(kp)] = DeleteRecordsResult(None, failure_of(LeaderNotAvailableError()))
+                    continue
+                by_topic: dict[str, list[tuple[int, int]]] = defaultdict(list)
+                for kp in sorted(parts):
+                    by_topic[kp.topic].append((kp.partition, kps[kp]))
+                request = DeleteRecordsRequest(topics=list(by_topic.items()), timeout_ms=wait_ms)
+                in_flight.append((parts, client._manager.send(request, node_id=leader)))
+            for parts, future in in_flight:
+                try:
+                    response = (await future).to_dict()
+                except Exception as exc:  # the leader did not answer: every partition it leads failed
+                    for kp in parts:
+                        out[_tp(kp)] = DeleteRecordsResult(None, failure_of(exc))
+                    continue
+                for topic in response["topics"]:
+                    for p in topic["partitions"]:
+                        tp = TopicPartition(topic["name"], p["partition_index"])
+                        if p["error_code"]:
+                            error = for_code(p["error_code"])(f"deleting records of {tp}")
+                            out[tp] = DeleteRecordsResult(None, failure_of(error))
+                        else:
+                            out[tp] = DeleteRecordsResult(int(p["low_watermark"]))
+            return out
 
-        return per_item(
-            list(offsets),
-            call,
-            lambda low: DeleteRecordsResult(int(low)),
-            lambda _, f: DeleteRecordsResult(None, f),
-        )
+        try:
+            found: dict[TopicPartition, DeleteRecordsResult] = client._manager.run(run)
+        except Exception as exc:  # no metadata for some partition: each is asked alone, so each gets its own
+            if len(offsets) == 1:
+                ((tp, _),) = offsets.items()
+                return {tp: DeleteRecordsResult(None, failure_of(exc))}
+            out: dict[TopicPartition, DeleteRecordsResult] = {}
+            for tp, offset in offsets.items():
+                out.update(self.delete_records({tp: offset}))
+            return out
+        return {tp: found.get(tp, DeleteRecordsResult(None, _missing())) for tp in offsets}
 
 
 def _group_description(raw: Mapping[str, Any]) -> GroupDescription:

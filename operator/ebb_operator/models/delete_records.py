@@ -96,6 +96,10 @@ class PartitionResult(Observed):
     requested_offset: int = Field(description="The offset asked for; -1 is resolved before deleting.")
     low_watermark: int | None = None
     error: str | None = None
+    retrying: str | None = Field(
+        default=None,
+        description="The retriable error of the last attempt, while it is retried (until spec.timeout).",
+    )
     log_start_before: int | None = Field(default=None, description="Log start offset when the run began.")
 
 

@@ -36,13 +36,16 @@ class PartitionPlan(Observed):
     records: int = 0
     bytes: int = 0
     reason: HoldReason | None = None
-    blocking_groups: list[str] = Field(default_factory=list)
+    blocking_groups: list[str] = Field(default_factory=list, max_length=20)
+    blocking_count: int = Field(default=0, description="Groups behind it (blockingGroups lists at most 20).")
     lag_records: int = 0
     lag_bytes: int = 0
 
 
 class LimitingGroup(Observed):
-    """A counted group that sets the cut of some partitions of a topic (the slowest reader there)."""
+    """A group that limits the cut of some partitions of a topic: the slowest counted reader there, or a
+    group that holds a partition whole (no commit, an out-of-range commit, an outsider of an exclusive
+    policy); its lag is then everything the partition retains."""
 
     group: str
     partitions: int = Field(default=0, description="Partitions of the topic whose cut this group sets.")
@@ -53,7 +56,8 @@ class LimitingGroup(Observed):
 class HeldPartition(Observed):
     partition: int
     reason: HoldReason
-    blocking_groups: list[str] = Field(default_factory=list)
+    blocking_groups: list[str] = Field(default_factory=list, max_length=20)
+    blocking_count: int = Field(default=0, description="Groups behind it (blockingGroups lists at most 20).")
 
 
 class TopicPlan(Observed):

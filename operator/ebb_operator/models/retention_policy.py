@@ -115,6 +115,9 @@ class RetentionPolicyStatus(Status):
     failures: int = Field(
         default=0, description="Runs failed in a row (the next try backs off exponentially)."
     )
+    plan_run: str | None = Field(
+        default=None, description="The run whose plan summary and topics show (the last completed one)."
+    )
     summary: PlanSummary | None = None
     topics: list[TopicPlan] = Field(default_factory=list, max_length=100)
     topic_count: int | None = Field(

@@ -60,19 +60,20 @@ def operator_sa_kubeconfig(control_plane: ControlPlane, retention_crds: None) ->
 @pytest.fixture
 def start_operator(
     control_plane: ControlPlane, operator_sa_kubeconfig: Path, k8s_namespace: str, tmp_path: Path
-) -> Iterator[Callable[[str], OperatorProcess]]:
+) -> Iterator[Callable[..., OperatorProcess]]:
     """Start `python -m ebb_operator` for the test's namespace under the operator's ServiceAccount;
     stopped after the test, whose failure it becomes if the operator logged a traceback."""
     started: list[OperatorProcess] = []
     with contextlib.ExitStack() as stack:
 
-        def start(bootstrap: str) -> OperatorProcess:
+        def start(bootstrap: str, **more: str) -> OperatorProcess:
             env = {**control_plane.env(operator_sa_kubeconfig), **SMALL_SPARK_ENV}
             log = tmp_path / f"operator-{len(started)}.log"
             settings = {
                 "EBB_ALLOW_INLINE_CLUSTERS": "true",
                 "EBB_DEFAULT_BOOTSTRAP_SERVERS": bootstrap,
                 "EBB_OPERATOR_NAMESPACE": ACCOUNT_NAMESPACE,
+                **more,  # further operator settings (environment variables)
             }
             op = stack.enter_context(
                 running_operator(env, log, namespaces=(k8s_namespace,), settings=settings)

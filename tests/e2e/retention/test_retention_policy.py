@@ -166,9 +166,10 @@ def test_retention_policy_deletes_exactly_what_every_counted_group_consumed(
     assert (summary["topics"], summary["partitions"]) == (1, 3)
     assert (summary["deletableRecords"], summary["heldPartitions"]) == (20 + OLD, 1)
     assert _held(dry, topic) == {2: ("RequiredGroupMissing", [req])}
-    # The slowest counted group is named with its lag (req at 20 of 40 on p0; p1 is cut by age).
+    # The groups holding the disk are named with their lag: req at 20 of 40 on p0 (p1 is cut by age), and
+    # all 40 of p2, where it has not committed.
     (entry,) = dry["status"]["topics"]
-    assert [(g["group"], g["partitions"], g["lagRecords"]) for g in entry["limiting"]] == [(req, 1, 20)]
+    assert [(g["group"], g["partitions"], g["lagRecords"]) for g in entry["limiting"]] == [(req, 2, 60)]
     # A dry run changes nothing anywhere: no DeleteRecords, no records gone, no config written...
     assert dry["status"]["lastRun"].get("deleteRecords") is None
     assert _names(control_plane.kubectl_json("get", "-n", ns, "deleterecords"), "orders") == []

@@ -16,6 +16,7 @@ import yaml
 
 from ebb_operator import rbac
 from harness.controlplane import ControlPlane
+from harness.ebb_broker import EbbBroker
 from harness.ports import free_port
 from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
 from tests.k8s.operator.operator_k8s import Objects, OperatorProcess
@@ -138,3 +139,12 @@ def ebb_operator(start_operator: Callable[[], OperatorProcess]) -> OperatorProce
 @pytest.fixture
 def objects(control_plane: ControlPlane, k8s_namespace: str) -> Objects:
     return Objects(control_plane, k8s_namespace)
+
+
+@pytest.fixture(scope="module")
+def metered_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EbbBroker]:
+    """An ebb-broker of the module's own whose Prometheus metrics count what clients asked of it."""
+    broker = EbbBroker(tmp_path_factory.mktemp("metered") / "data", metrics_port=free_port())
+    broker.start()
+    yield broker
+    assert broker.stop() == 0

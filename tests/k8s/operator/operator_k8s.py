@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import time
@@ -14,6 +15,7 @@ from typing import Any
 import yaml
 
 from harness.controlplane import ControlPlane
+from harness.ebb_broker import EbbBroker
 
 
 @dataclass
@@ -79,3 +81,15 @@ class Objects:
 
 def ready(obj: dict[str, Any]) -> dict[str, Any] | None:
     return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"), None)
+
+
+def broker_metric(broker: EbbBroker, name: str, default: float | None = None) -> float:
+    """One sample of ebb-broker's Prometheus metrics, by its name with labels (`metered_broker`);
+    `default` when the broker has none yet (a request counter before the first such request)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{broker.metrics_port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    match = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
+    if match is None and default is not None:
+        return default
+    assert match, f"{name} not in\n{text[-2000:]}"
+    return float(match.group(1))

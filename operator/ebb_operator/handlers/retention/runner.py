@@ -56,8 +56,6 @@ KIND = CRD.kind
 log = logging.getLogger(__name__)
 # The status lists at most this many topics (the CRD bounds the list, models/retention_policy.py).
 MAX_STATUS_TOPICS = 100
-# A failed run is tried again after BACKOFF_SECONDS, doubling per failure, at most schedule.interval.
-BACKOFF_SECONDS = 10.0
 MEMORY_KEY = "emptySince.json"  # in ConfigMap <policy>-groups: group -> ms it was first seen empty
 
 
@@ -74,9 +72,11 @@ def _seconds(timestamp: str) -> float:
     return datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
 
 
-def due_in(status: RetentionPolicyStatus, spec: RetentionPolicySpec, now: float | None = None) -> float:
+def due_in(
+    status: RetentionPolicyStatus, spec: RetentionPolicySpec, now: float | None = None, backoff: float = 10.0
+) -> float:
     """Seconds until the next run: the interval after the last run started, or after a failed run a
-    backoff of BACKOFF_SECONDS doubling per failure in a row (never longer than the interval)."""
+    backoff of `backoff` seconds doubling per failure in a row (never longer than the interval)."""
     last = status.last_run
     if last is None or last.started_at is None:
         return 0.0
@@ -85,8 +85,8 @@ def due_in(status: RetentionPolicyStatus, spec: RetentionPolicySpec, now: float 
     now = time.time() if now is None else now
     interval = parse_duration(spec.schedule.interval).total_seconds()
     if status.failures > 0 and last.completed_at is not None:
-        backoff = min(interval, BACKOFF_SECONDS * 2 ** (status.failures - 1))
-        return max(0.0, _seconds(last.completed_at) + backoff - now)
+        wait = min(interval, backoff * 2 ** (status.failures - 1))
+        return max(0.0, _seconds(last.completed_at) + wait - now)
     return max(0.0, _seconds(last.started_at) + interval - now)
 
 
@@ -124,6 +124,8 @@ class PolicyRunner:
         self.namespace = body.metadata.namespace or ""
         self.name = body.metadata.name or ""
         self.labels = {kube.POLICY_LABEL: self.name[:63]}
+        self._plan: RunPlan | None = None  # the current run's plan, once the analysis handed it back
+        self._limiting: set[tuple[str, str]] = set()  # (topic, group) series of the limiting-lag gauges
 
     @property
     def status(self) -> RetentionPolicyStatus:
@@ -157,7 +159,9 @@ class PolicyRunner:
                 continue
             # A changed spec (dryRun flipped, topics edited) runs now rather than at the next interval.
             changed = ran_generation is not None and ran_generation != self.out.generation
-            wait = 0.0 if changed else due_in(self.status, spec)
+            wait = (
+                0.0 if changed else due_in(self.status, spec, backoff=self.rt.settings.retry_backoff_seconds)
+            )
             if wait > 0:
                 await stopped.wait(min(poll, wait))
                 continue
@@ -208,10 +212,12 @@ class PolicyRunner:
                 ConditionStatus.UNKNOWN, "Running", f"run {run_id} ({spec.analysis.engine.value})"
             )
         metrics.RECONCILES.labels(KIND).inc()
+        self._plan = None
         try:
             reason, message = await self._run(spec, last)
             self.status.failures = 0
         except Exception as exc:
+            self._record_plan()
             self.status.failures += 1
             last.outcome = RunOutcome.FAILED
             last.completed_at = now_rfc3339()
@@ -224,6 +230,7 @@ class PolicyRunner:
             return
         last.message = message[:1024]
         last.completed_at = now_rfc3339()
+        self._record_plan()
         self.status.last_completed_run = last
         assert last.outcome is not None
         ready = ConditionStatus.FALSE if last.outcome is RunOutcome.FAILED else ConditionStatus.TRUE
@@ -253,10 +260,8 @@ class PolicyRunner:
         await asyncio.to_thread(target.access.check_retention_policy, spec, matched)
         self._matched(bool(matched))
         if not matched:
-            self._record(
-                RunPlan(
-                    policy=f"{self.namespace}/{self.name}", run_id=last.id, now_ms=0, summary=PlanSummary()
-                )
+            self._plan = RunPlan(
+                policy=f"{self.namespace}/{self.name}", run_id=last.id, now_ms=0, summary=PlanSummary()
             )
             last.outcome = RunOutcome.NOTHING_TO_DELETE
             return "NothingToDelete", "no topic matches spec.topics"
@@ -286,7 +291,7 @@ class PolicyRunner:
         )
         plan = await self._engine(spec).run(request)
         await asyncio.to_thread(self._save_empty_groups, plan.empty_since)
-        self._record(plan)
+        self._plan = plan  # recorded with the run's outcome: status shows one run's plan and outcome
         summary = plan.summary
         held = f"{summary.held_partitions} partitions held"
         forced_note = f"; {forced.describe(spec.dry_run)}" if forced and forced.changes else ""
@@ -354,12 +359,27 @@ class PolicyRunner:
         data = {MEMORY_KEY: json.dumps(empty_since, sort_keys=True)}
         kube.upsert_config_map(self.namespace, self._memory_name, data, self.labels, self.owner)
 
+    def _record_plan(self) -> None:
+        if self._plan is not None:  # (a run that failed before the analysis has none: the last stays)
+            self._record(self._plan)
+
     def _record(self, plan: RunPlan) -> None:
+        """The plan of the run that just ended into status and the policy's gauges."""
         self.status.summary = plan.summary
         self.status.topics = plan.topics[:MAX_STATUS_TOPICS]
         self.status.topic_count = len(plan.topics)
+        self.status.plan_run = plan.run_id
         labels = (self.namespace, self.name)
         metrics.POLICY_RECLAIMABLE_BYTES.labels(*labels).set(plan.summary.reclaimable_bytes)
         metrics.POLICY_HELD_PARTITIONS.labels(*labels).set(plan.summary.held_partitions)
+        limiting = {(t.topic, g.group): g for t in plan.topics[:MAX_STATUS_TOPICS] for g in t.limiting}
+        for topic, group in self._limiting - limiting.keys():  # no longer limiting: its series go
+            for gauge in (metrics.POLICY_LIMITING_LAG_RECORDS, metrics.POLICY_LIMITING_LAG_BYTES):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(*labels, topic, group)
+        for (topic, group), g in limiting.items():
+            metrics.POLICY_LIMITING_LAG_RECORDS.labels(*labels, topic, group).set(g.lag_records)
+            metrics.POLICY_LIMITING_LAG_BYTES.labels(*labels, topic, group).set(g.lag_bytes)
+        self._limiting = set(limiting)
         held = Counter(g for t in plan.topics for p in t.held for g in p.blocking_groups)
         metrics.set_held_by_group(self.namespace, self.name, held)

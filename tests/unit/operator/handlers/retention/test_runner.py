@@ -8,7 +8,7 @@ from typing import Any
 
 import kopf
 
-from ebb_operator.handlers.retention.runner import BACKOFF_SECONDS, delete_records_object, due_in
+from ebb_operator.handlers.retention.runner import delete_records_object, due_in
 from ebb_operator.models.delete_records import DeleteRecordsSpec, Guard, PartitionOffset
 from ebb_operator.models.plan import PlanSummary
 from ebb_operator.models.retention_policy import (
@@ -58,9 +58,9 @@ def test_failed_runs_back_off_exponentially_up_to_the_interval() -> None:
     started, now = NOW - timedelta(minutes=1), NOW.timestamp()
 
     def wait(failures: int) -> float:
-        return due_in(_status(started, RunOutcome.FAILED, failures, completed=NOW), _spec(), now)
+        return due_in(_status(started, RunOutcome.FAILED, failures, completed=NOW), _spec(), now, backoff=10)
 
-    assert [wait(n) for n in (1, 2, 3)] == [BACKOFF_SECONDS, 2 * BACKOFF_SECONDS, 4 * BACKOFF_SECONDS]
+    assert [wait(n) for n in (1, 2, 3)] == [10, 20, 40]
     assert wait(20) == 600  # never longer than schedule.interval
 
 

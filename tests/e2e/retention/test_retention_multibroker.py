@@ -1,0 +1,222 @@
+"""DeleteRecords and RetentionPolicy on a 3-broker Apache Kafka (RF=3, min.insync.replicas=2), issue 13:
+partitions led by different brokers; a follower that stops fetching (KIP-107: a leader answers
+DeleteRecords once every live replica's log start has moved, so the request times out; the object shows
+that per partition and completes once the follower is back); a leader that changes in the middle of a
+DeleteRecords; reclaimedBytes summed over the replicas; a RetentionPolicy run with a broker down.
+
+One cluster for the module (three JVMs take seconds to start); every test starts with all nodes running.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from harness.bounded import close_within
+from harness.controlplane import ControlPlane
+from harness.kafka_cluster import KafkaCluster
+from harness.operator_process import OperatorProcess
+from tests.e2e.operator.operator_kafka import commit, log_start, unique
+
+HOUR_MS = 3_600_000
+SEGMENT = 1 << 20  # Kafka's smallest segment.bytes; 40 records of 40 KB fill one and a half
+
+
+def _create(cluster: KafkaCluster, topic: str, replicas: list[list[int]]) -> None:
+    """The topic with the given replica lists (the first replica of each is its preferred leader)."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    config = {"segment.bytes": str(SEGMENT), "file.delete.delay.ms": "0"}
+    topics = [NewTopic(topic, len(replicas), -1, replica_assignment=replicas, config=config)]
+    for f in admin.create_topics(topics).values():
+        f.result(60)
+    for p, assigned in enumerate(replicas):
+        deadline = time.monotonic() + 30
+        while cluster.partition_state(topic, p)[0] != assigned[0]:
+            assert time.monotonic() < deadline, f"{topic}-{p} not led by {assigned[0]}"
+            time.sleep(0.2)
+
+
+def _produce(bootstrap: str, topic: str, partitions: int, count: int, size: int, old: int = 0) -> None:
+    """`count` records per partition, acknowledged by every in-sync replica; the first `old` two hours old."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    stamp = int(time.time() * 1000) - 2 * HOUR_MS
+    for p in range(partitions):
+        for i in range(count):
+            producer.produce(topic, value=b"v" * size, partition=p, timestamp=stamp + i if i < old else 0)
+    assert producer.flush(60) == 0
+
+
+def _apply(cp: ControlPlane, ns: str, kind: str, name: str, spec: dict[str, Any]) -> None:
+    body = {"apiVersion": "ebb.dev/v1alpha1", "kind": kind, "metadata": {"name": name}, "spec": spec}
+    cp.kubectl("apply", "-n", ns, "-f", "-", stdin=yaml.safe_dump(body))
+
+
+def _until(
+    cp: ControlPlane, ns: str, plural: str, name: str, check: Callable[[dict[str, Any]], bool], timeout: float
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        obj: dict[str, Any] = cp.kubectl_json("get", "-n", ns, plural, name)
+        if check(obj):
+            return obj
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{plural}/{name} did not get there:\n{yaml.safe_dump(obj.get('status'))}")
+        time.sleep(0.3)
+
+
+def _partitions(obj: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    return {p["partition"]: p for p in obj.get("status", {}).get("partitions", [])}
+
+
+def _controller_call(cluster: KafkaCluster, call: Callable[[Any], object]) -> None:
+    """`call(admin)` for a request the admin client sends to "the controller". A KRaft broker forwards
+    such requests to the active controller, and Metadata names a random live broker as the controller,
+    which may be the frozen node (a 10 s timeout per try): the request is sent to node 2, never frozen
+    here (kafka-python's `_controller_id`, the broker it picked)."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=20_000)
+    try:
+        admin._controller_id = 2
+        call(admin)
+    finally:
+        close_within(admin)
+
+
+def _reorder(cluster: KafkaCluster, topic: str, partition: int, replicas: list[int]) -> None:
+    """The partition's replica list reordered (the same brokers, so the reassignment ends at once): its
+    preferred leader is now `replicas[0]`, its leader unchanged until an election."""
+    from kafka import TopicPartition as KTopicPartition
+
+    def reorder(admin: Any) -> None:
+        errors = admin.alter_partition_reassignments({KTopicPartition(topic, partition): replicas})
+        assert all(e is None for e in errors.values()), errors
+
+    _controller_call(cluster, reorder)
+    deadline = time.monotonic() + 30
+    while cluster.partition_state(topic, partition)[1] != replicas:
+        assert time.monotonic() < deadline, f"{topic}-{partition} not reordered to {replicas}"
+        time.sleep(0.2)
+
+
+def _elect_preferred(cluster: KafkaCluster, topic: str, partition: int, leader: int) -> None:
+    """A preferred leader election, as kafka-leader-election.sh runs it."""
+    _controller_call(cluster, lambda admin: admin.elect_leaders(0, {topic: [partition]}, timeout_ms=20_000))
+    deadline = time.monotonic() + 30
+    while cluster.partition_state(topic, partition)[0] != leader:
+        assert time.monotonic() < deadline, f"{topic}-{partition} not led by {leader}"
+        time.sleep(0.2)
+
+
+def test_delete_records_waits_for_a_frozen_follower_and_outlives_a_leader_change(
+    control_plane: ControlPlane,
+    k8s_namespace: str,
+    kafka_cluster3: KafkaCluster,
+    start_operator: Callable[..., OperatorProcess],
+) -> None:
+    cp, ns, cluster = control_plane, k8s_namespace, kafka_cluster3
+    topic = unique("mb-dr")
+    _create(cluster, topic, [[1, 2, 3], [2, 1, 3]])  # partitions led by nodes 1 and 2; node 3 follows both
+    _produce(cluster.bootstrap_servers, topic, 2, 40, 1_000)
+    _reorder(cluster, topic, 0, [2, 1, 3])  # node 2 preferred; node 1 leads until the election below
+    assert cluster.partition_state(topic, 0)[0] == 1
+    follower = cluster.node(3)
+    bootstrap = ",".join(f"{n.host}:{n.port}" for n in (cluster.node(1), cluster.node(2)))
+    start_operator(bootstrap)
+    follower.freeze()  # registered and alive to the controller (its session is 45 s) but not fetching
+    try:
+        spec = {
+            "cluster": {"bootstrapServers": bootstrap},
+            "partitions": [{"topic": topic, "partition": p, "offset": 30} for p in (0, 1)],
+            "guard": "None",
+            "timeout": "300s",
+        }
+        _apply(cp, ns, "DeleteRecords", "frozen", spec)
+        # Each leader waits for node 3's log start to move: the request times out, shown per partition,
+        # and is tried again.
+        waiting = _until(
+            cp, ns, "deleterecords", "frozen",
+            lambda o: len(_partitions(o)) == 2 and all(p.get("retrying") for p in _partitions(o).values()),
+            timeout=120,
+        )  # fmt: skip
+        assert waiting["status"]["phase"] == "Running"
+        for p in _partitions(waiting).values():
+            assert "REQUEST_TIMED_OUT" in p["retrying"] and p.get("lowWatermark") is None, p
+        assert log_start(bootstrap, topic, 0) == 30  # the leader has cut; the answer waits for node 3
+        # A leader change in the middle: partition 0 moves from node 1 to node 2 while it is retried.
+        _elect_preferred(cluster, topic, 0, 2)
+    finally:
+        follower.thaw()
+    done = _until(cp, ns, "deleterecords", "frozen", lambda o: o["status"].get("phase") == "Succeeded", 120)
+    assert {p: r["lowWatermark"] for p, r in _partitions(done).items()} == {0: 30, 1: 30}
+    assert all(r.get("retrying") is None and r.get("error") is None for r in _partitions(done).values())
+    assert cluster.partition_state(topic, 0)[0] == 2
+    assert [log_start(cluster.bootstrap_servers, topic, p) for p in (0, 1)] == [30, 30]
+
+
+def test_reclaimed_bytes_are_summed_over_the_replicas(
+    control_plane: ControlPlane,
+    k8s_namespace: str,
+    kafka_cluster3: KafkaCluster,
+    start_operator: Callable[..., OperatorProcess],
+) -> None:
+    cp, ns, cluster = control_plane, k8s_namespace, kafka_cluster3
+    topic = unique("mb-bytes")
+    _create(cluster, topic, [[2, 3, 1]])
+    _produce(cluster.bootstrap_servers, topic, 1, 40, 40_000)  # the first segment ends below offset 30
+    start_operator(cluster.bootstrap_servers, EBB_RECLAIM_POLL_SECONDS="1")
+    spec = {
+        "cluster": {"bootstrapServers": cluster.bootstrap_servers},
+        "partitions": [{"topic": topic, "partition": 0, "offset": 30}],
+        "guard": "None",
+    }
+    _apply(cp, ns, "DeleteRecords", "bytes", spec)
+    # Each replica's retention pass deletes its first segment (about 1 MiB): three of them are freed.
+    done = _until(
+        cp,
+        ns,
+        "deleterecords",
+        "bytes",
+        lambda o: o.get("status", {}).get("reclaimedBytes", 0) > 2 * SEGMENT,
+        120,
+    )
+    status = done["status"]
+    assert status["phase"] == "Succeeded" and status["bytesBefore"] > 3 * 40 * 40_000
+    assert 2 * SEGMENT < status["reclaimedBytes"] <= status["bytesBefore"]
+
+
+@pytest.mark.timeout(900)  # a Spark run; slow only on a busy machine
+def test_a_retention_policy_runs_with_a_broker_down(
+    control_plane: ControlPlane,
+    k8s_namespace: str,
+    kafka_cluster3: KafkaCluster,
+    start_operator: Callable[..., OperatorProcess],
+) -> None:
+    cp, ns, cluster = control_plane, k8s_namespace, kafka_cluster3
+    topic, reader = unique("mb-rp"), unique("mb-reader")
+    _create(cluster, topic, [[1, 2, 3], [2, 3, 1], [3, 1, 2]])  # one partition led by each broker
+    _produce(cluster.bootstrap_servers, topic, 3, 40, 200, old=30)
+    commit(cluster.bootstrap_servers, reader, [(topic, p, 20) for p in range(3)])
+    cluster.node(3).stop()  # its leaderships and group coordinators move; min.insync.replicas=2 holds
+    # (started again before the next test, by `kafka_cluster3`)
+    start_operator(cluster.bootstrap_servers)
+    _apply(cp, ns, "RetentionPolicy", "spread", {
+        "cluster": {"bootstrapServers": cluster.bootstrap_servers},
+        "topics": {"include": [topic]},
+        "consumers": {"include": [reader]},
+        "consumedRetention": "1h",
+    })  # fmt: skip
+    done = _until(
+        cp, ns, "retentionpolicy", "spread", lambda o: bool(o.get("status", {}).get("lastCompletedRun")), 600
+    )
+    status = done["status"]
+    assert status["lastCompletedRun"]["outcome"] == "Succeeded", status
+    assert [log_start(cluster.bootstrap_servers, topic, p) for p in range(3)] == [20, 20, 20]
+    (entry,) = status["topics"]
+    assert [(g["group"], g["partitions"], g["lagRecords"]) for g in entry["limiting"]] == [(reader, 3, 60)]
