@@ -301,10 +301,8 @@ def _setup_cluster(bootstrap: str, topics: int, groups: int) -> None:
     OffsetCommit each), so with consumedRetention 1h every partition is cut at its slowest group."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
-    from kafka import KafkaAdminClient
-    from kafka import TopicPartition as KTopicPartition
-    from kafka.errors import KafkaError
-    from kafka.structs import OffsetAndMetadata
+
+    from bench.group_commits import commit_groups
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     names = [f"t{t}" for t in range(topics)]
@@ -325,25 +323,20 @@ def _setup_cluster(bootstrap: str, topics: int, groups: int) -> None:
                         producer.poll(0.1)
     if producer.flush(300) != 0:
         raise RuntimeError("records not delivered")
-    kadmin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=120_000)
-    try:
-        for g in range(groups):
-            offsets = {
-                KTopicPartition(f"t{i // PARTS_PER_TOPIC}", i % PARTS_PER_TOPIC): OffsetAndMetadata(
-                    40 + _committed(g, i) % 61, "", -1
-                )
-                for i in range(topics * PARTS_PER_TOPIC)
-            }
-            for attempt in range(60):  # the first commit creates __consumer_offsets: wait for its leaders
-                try:
-                    kadmin.alter_group_offsets(f"g{g}", offsets)
-                    break
-                except KafkaError as e:
-                    if not e.retriable or attempt == 59:
-                        raise
-                    time.sleep(1)
-    finally:
-        kadmin.close()
+    commit_groups(
+        bootstrap,
+        (
+            (
+                f"g{g}",
+                {
+                    (f"t{i // PARTS_PER_TOPIC}", i % PARTS_PER_TOPIC): 40 + _committed(g, i) % 61
+                    for i in range(topics * PARTS_PER_TOPIC)
+                },
+            )
+            for g in range(groups)
+        ),
+        request_timeout_ms=120_000,
+    )
 
 
 def bench_job(work: Path, topics: int = 1_000, groups: int = GROUPS) -> list[dict[str, Any]]:

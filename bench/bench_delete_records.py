@@ -65,30 +65,17 @@ def _row(name: str, seconds: list[float]) -> dict[str, object]:
 
 def _commit_everything(bootstrap: str, topic: str) -> None:
     """GROUPS groups, each committed at RECORDS on every partition (one OffsetCommit per group)."""
-    from kafka import KafkaAdminClient
-    from kafka import TopicPartition as KTopicPartition
-    from kafka.errors import KafkaError
-    from kafka.structs import OffsetAndMetadata
+    from bench.group_commits import commit_groups
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for p in range(PARTITIONS):
         for _ in range(RECORDS):
             producer.produce(topic, value=b"x" * 100, partition=p)
     producer.flush(60)
-    offsets = {KTopicPartition(topic, p): OffsetAndMetadata(RECORDS, "", -1) for p in range(PARTITIONS)}
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=60_000)
-    try:
-        for g in range(GROUPS):
-            for attempt in range(60):  # the first commit creates __consumer_offsets
-                try:
-                    admin.alter_group_offsets(f"bench-reader-{g:04}", offsets)
-                    break
-                except KafkaError as e:
-                    if not e.retriable or attempt == 59:
-                        raise
-                    time.sleep(1)
-    finally:
-        admin.close()
+    offsets = {(topic, p): RECORDS for p in range(PARTITIONS)}
+    commit_groups(
+        bootstrap, ((f"bench-reader-{g:04}", offsets) for g in range(GROUPS)), request_timeout_ms=60_000
+    )
 
 
 def _offset_fetches(metrics_url: str | None) -> float | None:

@@ -111,7 +111,8 @@ class Security:
             out.update({"ssl.certificate.location": self.certfile, "ssl.key.location": self.keyfile})
         return out
 
-    def kafka_python(self) -> dict[str, Any]:
+    def _python_clients_sasl(self) -> dict[str, Any]:
+        """kafka-python and aiokafka name the protocol and SASL settings alike."""
         out: dict[str, Any] = {"security_protocol": self.protocol}
         if self.mechanism:
             out.update(
@@ -121,6 +122,10 @@ class Security:
                     "sasl_plain_password": self.password,
                 }
             )
+        return out
+
+    def kafka_python(self) -> dict[str, Any]:
+        out = self._python_clients_sasl()
         if self.cafile:
             out.update({"ssl_cafile": self.cafile, "ssl_check_hostname": True})
         if self.certfile:
@@ -128,15 +133,7 @@ class Security:
         return out
 
     def aiokafka(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"security_protocol": self.protocol}
-        if self.mechanism:
-            out.update(
-                {
-                    "sasl_mechanism": self.mechanism,
-                    "sasl_plain_username": self.username,
-                    "sasl_plain_password": self.password,
-                }
-            )
+        out = self._python_clients_sasl()
         if self.cafile:
             from aiokafka.helpers import create_ssl_context
 

@@ -24,21 +24,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kafka.errors import OffsetMetadataTooLargeError, UnknownTopicOrPartitionError
-
-from ebb_broker.coordinator.offsets import CommittedOffset
 from ebb_broker.protocol.authz import (
     GROUP,
     GROUP_AUTHORIZATION_FAILED,
     TOPIC,
-    TOPIC_AUTHORIZATION_FAILED,
     Op,
     allowed,
     denied,
 )
 from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.offset_commits import checked_commits
 from ebb_broker.protocol.registry import register
-from ebb_broker.protocol.topics import has_partition
 
 API_KEY = 8
 
@@ -59,25 +55,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         else GROUP_AUTHORIZATION_FAILED
     )
     unreadable = denied(ctx, Op.READ, TOPIC, (t.name for t in request.topics))
-    now = int(time.time() * 1000)
-    commits: dict[tuple[str, int], CommittedOffset] = {}
-    errors: dict[tuple[str, int], int] = {}
-    for t in request.topics:
-        for p in t.partitions:
-            tp = (t.name, p.partition_index)
-            metadata = p.committed_metadata or ""
-            if group_error:
-                errors[tp] = group_error
-            elif t.name in unreadable:
-                errors[tp] = TOPIC_AUTHORIZATION_FAILED
-            elif not has_partition(topics, t.name, p.partition_index):
-                errors[tp] = UnknownTopicOrPartitionError.errno
-            elif len(metadata.encode()) > groups.config.offset_metadata_max_bytes:
-                errors[tp] = OffsetMetadataTooLargeError.errno
-            else:
-                epoch = p.committed_leader_epoch if ctx.api_version >= 6 else -1
-                commits[tp] = CommittedOffset(p.committed_offset, epoch, metadata, now)
-                errors[tp] = 0
+    commits, errors = checked_commits(
+        request.topics,
+        error=group_error,
+        unreadable=unreadable,
+        topics=topics,
+        metadata_max_bytes=groups.config.offset_metadata_max_bytes,
+        with_leader_epoch=ctx.api_version >= 6,
+        now_ms=int(time.time() * 1000),
+    )
     if commits:
         groups.commit(request.group_id, commits)
     cls = ctx.response_class

@@ -25,15 +25,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import OffsetMetadataTooLargeError, UnknownTopicOrPartitionError
-
-from ebb_broker.coordinator.offsets import CommittedOffset
 from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC
 from ebb_broker.protocol.authz import (
     GROUP,
     GROUP_AUTHORIZATION_FAILED,
     TOPIC,
-    TOPIC_AUTHORIZATION_FAILED,
     TRANSACTIONAL_ID,
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     Op,
@@ -41,8 +37,8 @@ from ebb_broker.protocol.authz import (
     denied,
 )
 from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.offset_commits import checked_commits
 from ebb_broker.protocol.registry import register
-from ebb_broker.protocol.topics import has_partition
 from ebb_broker.protocol.transactions import fenced_as, transaction_coordinator
 
 API_KEY = 28
@@ -70,25 +66,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
     error = fenced_as(error, ctx.api_version, 3)
     topics = ctx.broker.logs.topics()
-    now = txn.timer.now_ms()
-    commits: dict[tuple[str, int], CommittedOffset] = {}
-    errors: dict[tuple[str, int], int] = {}
-    for t in request.topics:
-        for p in t.partitions:
-            tp = (t.name, p.partition_index)
-            metadata = p.committed_metadata or ""
-            if error:
-                errors[tp] = error
-            elif t.name in unreadable:
-                errors[tp] = TOPIC_AUTHORIZATION_FAILED
-            elif not has_partition(topics, t.name, p.partition_index):
-                errors[tp] = UnknownTopicOrPartitionError.errno
-            elif len(metadata.encode()) > groups.config.offset_metadata_max_bytes:
-                errors[tp] = OffsetMetadataTooLargeError.errno
-            else:
-                epoch = p.committed_leader_epoch if ctx.api_version >= 2 else -1
-                commits[tp] = CommittedOffset(p.committed_offset, epoch, metadata, now)
-                errors[tp] = 0
+    commits, errors = checked_commits(
+        request.topics,
+        error=error,
+        unreadable=unreadable,
+        topics=topics,
+        metadata_max_bytes=groups.config.offset_metadata_max_bytes,
+        with_leader_epoch=ctx.api_version >= 2,
+        now_ms=txn.timer.now_ms(),
+    )
     if commits:
         groups.txn_commit(request.group_id, request.producer_id, request.producer_epoch, commits)
     cls = ctx.response_class
