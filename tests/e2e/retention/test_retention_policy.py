@@ -25,6 +25,7 @@ from harness.bounded import close_within
 from harness.controlplane import ControlPlane
 from harness.operator_process import OperatorProcess
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, unique
+from tests.e2e.retention.policies import apply_policy
 
 OLD, FRESH = 30, 10
 HOUR_MS = 3_600_000
@@ -41,16 +42,6 @@ def _produce_workload(bootstrap: str, topic: str) -> None:
                 topic, key=f"{partition}-{i}".encode(), value=b"v" * 200, partition=partition, timestamp=ts
             )
         assert producer.flush(30) == 0  # one partition's old records before its fresh ones
-
-
-def _policy(cp: ControlPlane, ns: str, name: str, spec: dict[str, Any]) -> None:
-    body = {
-        "apiVersion": "ebb.dev/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-    cp.kubectl("apply", "-n", ns, "-f", "-", stdin=yaml.safe_dump(body))
 
 
 def _wait(
@@ -147,14 +138,15 @@ def test_retention_policy_deletes_exactly_what_every_counted_group_consumed(
         "analysis": {"offsetsSource": "ConsumerOffsetsTopic"},
     }
     # The policy under test, first as a dry run; and an exclusive one that must refuse the topic.
-    _policy(control_plane, ns, "orders", {
+    apply_policy(control_plane, ns, "orders", {
         **common,
         "consumers": {"include": [req, idle], "required": [req], "inactiveAfter": f"{INACTIVE_AFTER_S}s"},
         "forcedRetention": "30d",
         "dryRun": True,
         "historyLimit": 1,
     })  # fmt: skip
-    _policy(control_plane, ns, "exclusive", {**common, "consumers": {"include": [req], "exclusive": True}})
+    exclusive = {**common, "consumers": {"include": [req], "exclusive": True}}
+    apply_policy(control_plane, ns, "exclusive", exclusive)
     operator = start_operator(bootstrap)
 
     dry = _wait(control_plane, ns, "retentionpolicy", "orders", _finished_run())

@@ -26,18 +26,9 @@ from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
 from harness.operator_process import OperatorProcess
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, unique
+from tests.e2e.retention.policies import apply_policy
 
 HOUR_MS = 3_600_000
-
-
-def _policy(cp: ControlPlane, ns: str, name: str, spec: dict[str, Any]) -> None:
-    body = {
-        "apiVersion": "ebb.dev/v1alpha1",
-        "kind": "RetentionPolicy",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-    cp.kubectl("apply", "-n", ns, "-f", "-", stdin=yaml.safe_dump(body))
 
 
 def _get(cp: ControlPlane, ns: str, name: str) -> dict[str, Any]:
@@ -100,10 +91,10 @@ def test_an_empty_match_and_a_failing_run_say_so(
 ) -> None:
     cp, ns, bootstrap = control_plane, k8s_namespace, operator_ebb_broker.bootstrap
     common = {"consumedRetention": "1h", "schedule": {"interval": "1h"}}
-    _policy(cp, ns, "nothing", {**common, "cluster": {"bootstrapServers": bootstrap},
+    apply_policy(cp, ns, "nothing", {**common, "cluster": {"bootstrapServers": bootstrap},
                                 "topics": {"include": [unique("no-such-topic")]}})  # fmt: skip
     missing = unique("missing")
-    _policy(cp, ns, "broken", {**common, "clusterRef": {"name": missing}, "topics": {"include": ["t"]}})
+    apply_policy(cp, ns, "broken", {**common, "clusterRef": {"name": missing}, "topics": {"include": ["t"]}})
     operator = start_operator(bootstrap, EBB_RETENTION_BACKOFF_SECONDS="2")
 
     nothing = _until(cp, ns, "nothing", _ended())
@@ -169,7 +160,7 @@ def test_runs_stay_visible_and_empty_groups_are_remembered(
     assert producer.flush(30) == 0
     commit(bootstrap, keeper, [(topic, 0, 30)])
     commit(bootstrap, gone, [(topic, 0, 10)])
-    _policy(cp, ns, "open", {
+    apply_policy(cp, ns, "open", {
         "cluster": {"bootstrapServers": bootstrap},
         "topics": {"include": [topic]},
         "consumers": {"include": [keeper, gone], "required": [keeper], "inactiveAfter": "3s"},
