@@ -34,6 +34,7 @@ from typing import Any
 
 from ebb_broker.protocol.apis import api_versions
 from ebb_broker.protocol.context import Broker, RequestContext, Session
+from ebb_broker.protocol.encoded import EncodedBody
 from ebb_broker.protocol.registry import ApiSpec, lookup
 from ebb_broker.protocol.zero_copy import (
     FileRecords,
@@ -424,6 +425,8 @@ class KafkaServer:
 
 def encode_response(response: Any, api_version: int, correlation_id: int) -> list[Part]:
     """Frame a response body with its header (header v1 for flexible versions, v0 otherwise)."""
+    if isinstance(response, EncodedBody):
+        return [response.framed(correlation_id)]
     files: list[FileRecords] = []
     if isinstance(response, ZeroCopyResponse):
         response, files = response.body, response.files

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
+from ebb_broker.protocol.encoded import uvarint
+
 _TAG_BYTES = 16
 # Records shorter than this are encoded inline: not worth a placeholder and a sendfile call.
 _INLINE_BELOW = 64
@@ -87,18 +89,9 @@ class ZeroCopyResponse:
 Part = bytes | FileRecords
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _length_prefix(length: int, flexible: bool) -> bytes:
     """How the codec prefixes a records field: compact (uvarint length + 1) or int32."""
-    return _uvarint(length + 1) if flexible else _INT32.pack(length)
+    return uvarint(length + 1) if flexible else _INT32.pack(length)
 
 
 def split(encoded: bytes, files: list[FileRecords], *, flexible: bool) -> list[Part]:
