@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from ebb_operator import kube, metrics
 from ebb_operator.access import Forbidden
 from ebb_operator.handlers import cluster
-from ebb_operator.handlers.consumed_guard import blocking_groups, readers
+from ebb_operator.handlers.consumed_guard import blocking_groups
 from ebb_operator.handlers.errors import KafkaFailed
 from ebb_operator.handlers.runtime import Runtime, runtime
 from ebb_operator.handlers.status import StatusWriter
@@ -38,6 +38,7 @@ from ebb_operator.kafka import (
     ClusterConnection,
     DeleteRecordsResult,
     KafkaFailure,
+    TopicCommits,
     TopicPartition,
 )
 from ebb_operator.models.common import GROUP, VERSION, ConditionStatus, now_rfc3339, parse_duration
@@ -117,25 +118,13 @@ def guard_blockers(
     else:
         groups = [g.group_id for g in admin.list_groups()]
     descriptions = admin.describe_groups(groups)
-    # Every group's commits, in OffsetFetch requests of many groups (KIP-709); only the cut topics' are
-    # kept: they say whether a group reads a topic, and how far.
-    topics = {tp.topic for tp in targets}
-    committed: dict[str, dict[TopicPartition, int]] = {}
+    commits: dict[str, list[TopicCommits]] = {}
     for group, found in admin.committed_offsets_by_topic(groups).items():
         if isinstance(found, KafkaFailure):
             raise KafkaFailed(f"cannot read the committed offsets of group {group}: {found}")
-        committed[group] = {
-            TopicPartition(t.topic, p): o
-            for t in found
-            if t.topic in topics
-            for p, o in zip(t.partitions, t.offsets, strict=True)
-        }
+        commits[group] = found
     named = spec.consumed_by if spec.guard is Guard.CONSUMED_BY else None
-    reading = readers(committed, descriptions, named)
-    return {
-        tp: blocking_groups(tp, target, committed, descriptions, reading=reading)
-        for tp, target in targets.items()
-    }
+    return blocking_groups(targets, commits, descriptions, named)
 
 
 def _plan(admin: ClusterAdmin, spec: DeleteRecordsSpec) -> tuple[list[PartitionResult], int | None]:

@@ -22,7 +22,7 @@ and a size (varints) and that many bytes.
 from __future__ import annotations
 
 import struct
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +35,9 @@ from ebb_operator.kafka.results import KafkaFailure
 
 VERSION = 8
 GROUPS_PER_REQUEST = 100
+# Requests in flight per fetch: below kafka-python's max_in_flight_requests_per_connection (5), at which
+# a connection pauses and refuses more.
+IN_FLIGHT = 4
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PARTITION = struct.Struct(">iqi")
@@ -239,10 +242,16 @@ def fetch(client: KafkaAdminClient, groups: Iterable[str]) -> dict[str, list[Top
         for g in wanted:
             by_node[coordinators[g]].append(g)
         out: dict[str, list[TopicCommits] | KafkaFailure] = {}
+        # Pipelined: up to IN_FLIGHT requests wait on the connections at once, so the broker builds the
+        # next answer while this side decodes the last (answers come back in order per connection).
+        waiting: deque[Any] = deque()
         for node, gs in by_node.items():
             for i in range(0, len(gs), GROUPS_PER_REQUEST):
-                answer = await client._manager.send(_Request(gs[i : i + GROUPS_PER_REQUEST]), node_id=node)
-                out.update(answer.groups)
+                if len(waiting) >= IN_FLIGHT:
+                    out.update((await waiting.popleft()).groups)
+                waiting.append(client._manager.send(_Request(gs[i : i + GROUPS_PER_REQUEST]), node_id=node))
+        while waiting:
+            out.update((await waiting.popleft()).groups)
         return out
 
     found: dict[str, list[TopicCommits] | KafkaFailure] = client._manager.run(run)
