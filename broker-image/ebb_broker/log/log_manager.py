@@ -16,9 +16,9 @@ Checkpoints (Kafka's names and text format): ``recovery-point-offset-checkpoint`
 ``replication-offset-checkpoint`` (the high watermark) on ``checkpoint()`` and ``close()``;
 ``log-start-offset-checkpoint`` (sparse: only partitions whose log start offset is above their first
 segment's base, as Kafka) also after every retention pass that deleted something and after every
-DeleteRecords that moved a log start offset, so an acknowledged deletion survives a crash (Kafka defers
-it to the next 60 s checkpoint). ``close()`` writes the clean-shutdown marker last; ``open()`` removes it
-once the logs are loaded, so a later crash is detected.
+DeleteRecords request that moved a log start offset (once per request), so an acknowledged deletion
+survives a crash (Kafka defers it to the next 60 s checkpoint). ``close()`` writes the clean-shutdown
+marker last; ``open()`` removes it once the logs are loaded, so a later crash is detected.
 
 Thread-safety: topic changes take the manager's lock; ``run_retention`` and ``run_cleaner`` take a
 maintenance lock so they never overlap, and otherwise only take each log's own lock, so they may run in a
@@ -44,7 +44,8 @@ import logging
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -142,6 +143,8 @@ class LogManager:
         self._lock = threading.RLock()
         self._maintenance = threading.Lock()
         self._checkpoint_lock = threading.Lock()
+        # Per thread: inside `one_log_start_checkpoint`, whether a log start offset moved (None: outside).
+        self._deferred = threading.local()
         self._closed = False
         self.cleaner = CleanerManager(
             data_dir, self.logs, clock, dedupe_buffer_size=config.cleaner_dedupe_buffer_size
@@ -222,8 +225,27 @@ class LogManager:
             clock=self.clock,
             schedule_delete=self.reaper.schedule,
         )
-        lg.on_log_start_offset_change = lambda _log: self._write_log_start_offsets()
+        lg.on_log_start_offset_change = lambda _log: self._log_start_offset_moved()
         return lg
+
+    def _log_start_offset_moved(self) -> None:
+        if getattr(self._deferred, "moved", None) is None:
+            self._write_log_start_offsets()
+        else:
+            self._deferred.moved = True
+
+    @contextmanager
+    def one_log_start_checkpoint(self) -> Iterator[None]:
+        """DeleteRecords of many partitions: the log start offsets moved in this thread inside the block
+        are checkpointed once as it ends (the caller answers after that), not once per partition: 100
+        partitions took 100 fsynced writes, 90 ms. Written even when the block raises, for the moves made."""
+        self._deferred.moved = False
+        try:
+            yield
+        finally:
+            moved, self._deferred.moved = self._deferred.moved, None
+            if moved:
+                self._write_log_start_offsets()
 
     def close(self) -> None:
         """Flush, checkpoint, then write the clean-shutdown marker."""

@@ -33,7 +33,7 @@ API_KEY = 21
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    # Each moved log start offset is fsynced to log-start-offset-checkpoint before the answer (so an
+    # The moved log start offsets are fsynced to log-start-offset-checkpoint before the answer (so an
     # acknowledged deletion survives kill -9): that disk work runs off the event loop.
     return await asyncio.to_thread(_delete, ctx, request)
 
@@ -46,26 +46,27 @@ def _delete(ctx: RequestContext, request: Any) -> Any:
     P = T.DeleteRecordsPartitionResult
     undeletable = denied(ctx, Op.DELETE, TOPIC, (t.name for t in request.topics))
     out = []
-    for t in request.topics:
-        parts = []
-        for p in t.partitions:
-            err, low = 0, -1
-            if t.name in undeletable:
-                err = TOPIC_AUTHORIZATION_FAILED
-            elif not has_partition(topics, t.name, p.partition_index):
-                err = UnknownTopicOrPartitionError.errno
-            elif p.offset < -1:
-                err = OffsetOutOfRangeError.errno
-            else:
-                plog = logs.get_log(t.name, p.partition_index)
-                before = plog.log_start_offset
-                try:
-                    low = plog.delete_records(plog.high_watermark if p.offset == -1 else p.offset)
-                    ctx.broker.metrics.records_deleted.labels("delete_records").inc(max(low - before, 0))
-                except LogError as exc:
-                    err, low = error_code(exc), -1
-            parts.append(P(partition_index=p.partition_index, low_watermark=low, error_code=err))
-        out.append(T(name=t.name, partitions=parts))
+    with logs.one_log_start_checkpoint():  # one fsynced checkpoint for the whole request
+        for t in request.topics:
+            parts = []
+            for p in t.partitions:
+                err, low = 0, -1
+                if t.name in undeletable:
+                    err = TOPIC_AUTHORIZATION_FAILED
+                elif not has_partition(topics, t.name, p.partition_index):
+                    err = UnknownTopicOrPartitionError.errno
+                elif p.offset < -1:
+                    err = OffsetOutOfRangeError.errno
+                else:
+                    plog = logs.get_log(t.name, p.partition_index)
+                    before = plog.log_start_offset
+                    try:
+                        low = plog.delete_records(plog.high_watermark if p.offset == -1 else p.offset)
+                        ctx.broker.metrics.records_deleted.labels("delete_records").inc(max(low - before, 0))
+                    except LogError as exc:
+                        err, low = error_code(exc), -1
+                parts.append(P(partition_index=p.partition_index, low_watermark=low, error_code=err))
+            out.append(T(name=t.name, partitions=parts))
     return ctx.response(throttle_time_ms=0, topics=out)
 
 

@@ -108,6 +108,29 @@ def test_log_start_offset_survives_restart_and_crash(manager, tmp_path: Path) ->
     assert [o for o, _k, _v in read_all(lg)] == list(range(4, 10))
 
 
+def test_log_starts_moved_in_one_request_are_checkpointed_once_and_survive_a_crash(  # type: ignore[no-untyped-def]
+    manager, tmp_path: Path
+) -> None:
+    """A DeleteRecords request over many partitions writes log-start-offset-checkpoint once, when it ends
+    (before its answer), with every move; a crash after that keeps them all."""
+    mgr = manager()
+    mgr.create_topic("t", 3, {})
+    for p in range(3):
+        for _ in range(10):
+            mgr.get_log("t", p).append(batch(b"x"))
+    path = tmp_path / "data" / "log-start-offset-checkpoint"
+    with mgr.one_log_start_checkpoint():
+        for p in range(3):
+            mgr.get_log("t", p).delete_records(p + 2)
+        assert read_offsets(path) == {}  # not yet: one write for the request
+    assert read_offsets(path) == {("t", 0): 2, ("t", 1): 3, ("t", 2): 4}
+    mgr.get_log("t", 0).delete_records(5)  # outside a request block: written at once, as before
+    assert read_offsets(path)[("t", 0)] == 5
+    mgr.abandon()  # kill -9
+    again = manager()
+    assert [again.get_log("t", p).log_start_offset for p in range(3)] == [5, 3, 4]
+
+
 def test_clean_shutdown_marker(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     mgr = manager()
     marker = tmp_path / "data" / ".kafka_cleanshutdown"
