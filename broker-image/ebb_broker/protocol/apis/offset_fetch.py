@@ -43,26 +43,6 @@ from ebb_broker.protocol.registry import register
 API_KEY = 9
 
 
-def _partitions(ctx: RequestContext, group_id: str, topics: Any) -> dict[str, list[tuple[int, Any, int]]]:
-    """topic -> [(partition, commit or None, error)]: named topics the session may not DESCRIBE answer
-    TOPIC_AUTHORIZATION_FAILED; with all topics (null) they are left out silently, as Kafka does."""
-    committed = ctx.broker.groups.fetch(group_id)
-    out: dict[str, list[tuple[int, Any, int]]] = {}
-    if topics is None:
-        hidden = denied(ctx, Op.DESCRIBE, TOPIC, (t for t, _p in committed))
-        for (topic, partition), c in sorted(committed.items()):
-            if topic not in hidden:
-                out.setdefault(topic, []).append((partition, c, 0))
-        return out
-    hidden = denied(ctx, Op.DESCRIBE, TOPIC, (t.name for t in topics))
-    for t in topics:
-        if t.name in hidden:
-            out[t.name] = [(p, None, TOPIC_AUTHORIZATION_FAILED) for p in t.partition_indexes]
-        else:
-            out[t.name] = [(p, committed.get((t.name, p)), 0) for p in t.partition_indexes]
-    return out
-
-
 # One partition's answer: partition, committed offset, leader epoch, metadata, error code.
 Row = tuple[int, int, int, str | None, int]
 
@@ -70,17 +50,39 @@ Row = tuple[int, int, int, str | None, int]
 def _answers(
     ctx: RequestContext, group_id: str, topics: Any, require_stable: bool
 ) -> list[tuple[str, list[Row]]]:
-    """The per-topic answer of one group, the same before (v1-7) and inside (v8+) the groups array."""
-    groups = ctx.broker.groups
-    out = []
-    for topic, parts in _partitions(ctx, group_id, topics).items():
-        rows: list[Row] = []
-        for p, c, error in parts:
-            if not error and require_stable and groups.has_pending_txn_offset(group_id, (topic, p)):
-                c, error = None, UnstableOffsetCommitError.errno
-            rows.append((p, c.offset, c.leader_epoch, c.metadata, error) if c else (p, -1, -1, "", error))
-        out.append((topic, rows))
-    return out
+    """The per-topic answer of one group, the same before (v1-7) and inside (v8+) the groups array.
+    Named topics the session may not DESCRIBE answer TOPIC_AUTHORIZATION_FAILED; with all topics (null)
+    they are left out silently, as Kafka does. One pass over the group's commits: an admin reading
+    every group's offsets asks for 10 000s of partitions per request."""
+    committed = ctx.broker.groups.fetch(group_id)
+    out: dict[str, list[Row]] = {}
+    if topics is None:
+        hidden = denied(ctx, Op.DESCRIBE, TOPIC, (t for t, _p in committed))
+        current, rows = None, None
+        for (topic, partition), c in sorted(committed.items()):
+            if topic != current:
+                current, rows = topic, None if topic in hidden else out.setdefault(topic, [])
+            if rows is not None:
+                rows.append((partition, c.offset, c.leader_epoch, c.metadata, 0))
+    else:
+        hidden = denied(ctx, Op.DESCRIBE, TOPIC, (t.name for t in topics))
+        for t in topics:
+            if t.name in hidden:
+                out[t.name] = [(p, -1, -1, "", TOPIC_AUTHORIZATION_FAILED) for p in t.partition_indexes]
+                continue
+            found = [(p, committed.get((t.name, p))) for p in t.partition_indexes]
+            out[t.name] = [
+                (p, c.offset, c.leader_epoch, c.metadata, 0) if c else (p, -1, -1, "", 0) for p, c in found
+            ]
+    if require_stable and ctx.broker.groups.has_pending_txn_offset(group_id):
+        pending = ctx.broker.groups.has_pending_txn_offset
+        unstable = UnstableOffsetCommitError.errno
+        for topic, rows in out.items():
+            out[topic] = [
+                (r[0], -1, -1, "", unstable) if not r[4] and pending(group_id, (topic, r[0])) else r
+                for r in rows
+            ]
+    return list(out.items())
 
 
 _ROW_NO_METADATA = struct.Struct(">iqiBhB")  # ..., metadata "" (compact length 1), error, no tags
