@@ -23,6 +23,7 @@ ENV = {
     "admin_idle_seconds": "EBB_ADMIN_IDLE_SECONDS",
     "reclaim_poll_seconds": "EBB_RECLAIM_POLL_SECONDS",
     "retry_backoff_seconds": "EBB_RETENTION_BACKOFF_SECONDS",
+    "kafka_request_timeout_seconds": "EBB_KAFKA_REQUEST_TIMEOUT_SECONDS",
 }
 
 
@@ -55,6 +56,10 @@ class OperatorSettings:
     # A failed RetentionPolicy run is tried again after this, doubling per failure in a row (at most the
     # policy's interval).
     retry_backoff_seconds: float = 10.0
+    # How long the operator waits for a broker's answer (the admin client's request.timeout.ms). A broker
+    # that is registered but does not answer (a long pause) costs a request this long; DeleteRecords asks
+    # the leaders to answer within two thirds of it (KIP-107's wait for the replicas).
+    kafka_request_timeout_seconds: float = 15.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorSettings:
@@ -73,6 +78,7 @@ _KINDS: dict[str, type] = {
     "admin_idle_seconds": float,
     "reclaim_poll_seconds": float,
     "retry_backoff_seconds": float,
+    "kafka_request_timeout_seconds": float,
     "allow_inline_clusters": bool,
 }
 

@@ -20,7 +20,10 @@ class Runtime:
 
     @classmethod
     def create(cls, settings: OperatorSettings) -> Runtime:
-        return cls(settings, AdminPool(idle_seconds=settings.admin_idle_seconds))
+        pool = AdminPool(
+            idle_seconds=settings.admin_idle_seconds, request_timeout=settings.kafka_request_timeout_seconds
+        )
+        return cls(settings, pool)
 
 
 def runtime(memo: kopf.Memo) -> Runtime:

@@ -2,15 +2,19 @@
 partitions led by different brokers; a follower that stops fetching (KIP-107: a leader answers
 DeleteRecords once every live replica's log start has moved, so the request times out; the object shows
 that per partition and completes once the follower is back); a leader that changes in the middle of a
-DeleteRecords; reclaimedBytes summed over the replicas; a RetentionPolicy run with a broker down.
+DeleteRecords; reclaimedBytes summed over the replicas; a RetentionPolicy run with a broker down; a
+RetentionPolicy reading `__consumer_offsets` (spread over the brokers) whose own cut meets a frozen follower.
 
 One cluster for the module (three JVMs take seconds to start); every test starts with all nodes running.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -74,22 +78,40 @@ def _partitions(obj: dict[str, Any]) -> dict[int, dict[str, Any]]:
     return {p["partition"]: p for p in obj.get("status", {}).get("partitions", [])}
 
 
-def _controller_call(cluster: KafkaCluster, call: Callable[[Any], object]) -> None:
+def _controller_call(cluster: KafkaCluster, call: Callable[[Any], object], via: int) -> None:
     """`call(admin)` for a request the admin client sends to "the controller". A KRaft broker forwards
     such requests to the active controller, and Metadata names a random live broker as the controller,
-    which may be the frozen node (a 10 s timeout per try): the request is sent to node 2, never frozen
-    here (kafka-python's `_controller_id`, the broker it picked)."""
+    which may be the frozen node (a 10 s timeout per try): the request is sent to node `via`, never
+    frozen (kafka-python's `_controller_id`, the broker it picked)."""
     from kafka import KafkaAdminClient
 
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=20_000)
     try:
-        admin._controller_id = 2
+        admin._controller_id = via
         call(admin)
     finally:
         close_within(admin)
 
 
-def _reorder(cluster: KafkaCluster, topic: str, partition: int, replicas: list[int]) -> None:
+def _roles(cluster: KafkaCluster) -> tuple[int, int, int]:
+    """(a, b, frozen): the node a test may freeze is never the active KRaft controller. A broker forwards
+    controller requests (ElectLeaders, AlterPartitionReassignments) to it, and one forwarded to a frozen
+    controller stays stuck there for its request timeout though the other voters have elected a new
+    leader within seconds (Kafka 4.3.1)."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=20_000)
+    try:
+        quorum = admin.describe_metadata_quorum()
+    finally:
+        close_within(admin)
+    controller = quorum["topics"][0]["partitions"][0]["leader_id"]
+    frozen = 3 if controller != 3 else 2
+    a, b = (n.node_id for n in cluster.nodes if n.node_id != frozen)
+    return a, b, frozen
+
+
+def _reorder(cluster: KafkaCluster, topic: str, partition: int, replicas: list[int], via: int) -> None:
     """The partition's replica list reordered (the same brokers, so the reassignment ends at once): its
     preferred leader is now `replicas[0]`, its leader unchanged until an election."""
     from kafka import TopicPartition as KTopicPartition
@@ -98,16 +120,18 @@ def _reorder(cluster: KafkaCluster, topic: str, partition: int, replicas: list[i
         errors = admin.alter_partition_reassignments({KTopicPartition(topic, partition): replicas})
         assert all(e is None for e in errors.values()), errors
 
-    _controller_call(cluster, reorder)
+    _controller_call(cluster, reorder, via)
     deadline = time.monotonic() + 30
     while cluster.partition_state(topic, partition)[1] != replicas:
         assert time.monotonic() < deadline, f"{topic}-{partition} not reordered to {replicas}"
         time.sleep(0.2)
 
 
-def _elect_preferred(cluster: KafkaCluster, topic: str, partition: int, leader: int) -> None:
+def _elect_preferred(cluster: KafkaCluster, topic: str, partition: int, leader: int, via: int) -> None:
     """A preferred leader election, as kafka-leader-election.sh runs it."""
-    _controller_call(cluster, lambda admin: admin.elect_leaders(0, {topic: [partition]}, timeout_ms=20_000))
+    _controller_call(
+        cluster, lambda admin: admin.elect_leaders(0, {topic: [partition]}, timeout_ms=20_000), via
+    )
     deadline = time.monotonic() + 30
     while cluster.partition_state(topic, partition)[0] != leader:
         assert time.monotonic() < deadline, f"{topic}-{partition} not led by {leader}"
@@ -122,12 +146,13 @@ def test_delete_records_waits_for_a_frozen_follower_and_outlives_a_leader_change
 ) -> None:
     cp, ns, cluster = control_plane, k8s_namespace, kafka_cluster3
     topic = unique("mb-dr")
-    _create(cluster, topic, [[1, 2, 3], [2, 1, 3]])  # partitions led by nodes 1 and 2; node 3 follows both
+    a, b, f = _roles(cluster)
+    _create(cluster, topic, [[a, b, f], [b, a, f]])  # partitions led by nodes a and b; node f follows both
     _produce(cluster.bootstrap_servers, topic, 2, 40, 1_000)
-    _reorder(cluster, topic, 0, [2, 1, 3])  # node 2 preferred; node 1 leads until the election below
-    assert cluster.partition_state(topic, 0)[0] == 1
-    follower = cluster.node(3)
-    bootstrap = ",".join(f"{n.host}:{n.port}" for n in (cluster.node(1), cluster.node(2)))
+    _reorder(cluster, topic, 0, [b, a, f], via=b)  # node b preferred; node a leads until the election below
+    assert cluster.partition_state(topic, 0)[0] == a
+    follower = cluster.node(f)
+    bootstrap = ",".join(f"{n.host}:{n.port}" for n in (cluster.node(a), cluster.node(b)))
     start_operator(bootstrap)
     follower.freeze()  # registered and alive to the controller (its session is 45 s) but not fetching
     try:
@@ -138,7 +163,7 @@ def test_delete_records_waits_for_a_frozen_follower_and_outlives_a_leader_change
             "timeout": "300s",
         }
         _apply(cp, ns, "DeleteRecords", "frozen", spec)
-        # Each leader waits for node 3's log start to move: the request times out, shown per partition,
+        # Each leader waits for node f's log start to move: the request times out, shown per partition,
         # and is tried again.
         waiting = _until(
             cp, ns, "deleterecords", "frozen",
@@ -148,15 +173,15 @@ def test_delete_records_waits_for_a_frozen_follower_and_outlives_a_leader_change
         assert waiting["status"]["phase"] == "Running"
         for p in _partitions(waiting).values():
             assert "REQUEST_TIMED_OUT" in p["retrying"] and p.get("lowWatermark") is None, p
-        assert log_start(bootstrap, topic, 0) == 30  # the leader has cut; the answer waits for node 3
-        # A leader change in the middle: partition 0 moves from node 1 to node 2 while it is retried.
-        _elect_preferred(cluster, topic, 0, 2)
+        assert log_start(bootstrap, topic, 0) == 30  # the leader has cut; the answer waits for node f
+        # A leader change in the middle: partition 0 moves from node a to node b while it is retried.
+        _elect_preferred(cluster, topic, 0, b, via=b)
     finally:
         follower.thaw()
     done = _until(cp, ns, "deleterecords", "frozen", lambda o: o["status"].get("phase") == "Succeeded", 120)
     assert {p: r["lowWatermark"] for p, r in _partitions(done).items()} == {0: 30, 1: 30}
     assert all(r.get("retrying") is None and r.get("error") is None for r in _partitions(done).values())
-    assert cluster.partition_state(topic, 0)[0] == 2
+    assert cluster.partition_state(topic, 0)[0] == b
     assert [log_start(cluster.bootstrap_servers, topic, p) for p in (0, 1)] == [30, 30]
 
 
@@ -220,3 +245,179 @@ def test_a_retention_policy_runs_with_a_broker_down(
     assert [log_start(cluster.bootstrap_servers, topic, p) for p in range(3)] == [20, 20, 20]
     (entry,) = status["topics"]
     assert [(g["group"], g["partitions"], g["lagRecords"]) for g in entry["limiting"]] == [(reader, 3, 60)]
+
+
+def _coordinator_partition(group: str, partitions: int) -> int:
+    """The `__consumer_offsets` partition of a group: Java's String.hashCode, Utils.abs, modulo."""
+    h = 0
+    for char in group:  # ASCII names: one UTF-16 unit per character
+        h = (31 * h + ord(char)) & 0xFFFFFFFF
+    signed = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if signed == -(1 << 31) else abs(signed)) % partitions
+
+
+def _group_on(cluster: KafkaCluster, prefix: str, leader: int) -> str:
+    """A fresh group name whose coordinator (its `__consumer_offsets` partition's leader) is `leader`."""
+    leaders = {p: cluster.partition_state("__consumer_offsets", p)[0] for p in range(3)}
+    while True:
+        group = unique(prefix)
+        if leaders[_coordinator_partition(group, 3)] == leader:
+            return group
+
+
+def _spread_offsets_topic(cluster: KafkaCluster) -> dict[int, int]:
+    """`__consumer_offsets` led by its preferred replicas, one partition per broker (an earlier test may
+    have moved a node's leaderships away); a node just started again may need a moment to be in sync."""
+    deadline = time.monotonic() + 60
+    while True:
+        leaders = {p: cluster.partition_state("__consumer_offsets", p)[0] for p in range(3)}
+        if len(set(leaders.values())) == 3:
+            return leaders
+        assert time.monotonic() < deadline, f"__consumer_offsets stays led by {leaders}"
+        _controller_call(
+            cluster,
+            lambda admin: admin.elect_leaders(
+                0, {"__consumer_offsets": [0, 1, 2]}, timeout_ms=20_000, raise_errors=False
+            ),
+            via=1,
+        )
+        time.sleep(1)
+
+
+def _process_state(pid: int) -> str | None:
+    """The process's state letter from /proc (R, S, T, Z...), None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+def _analysis_job(operator_pid: int, timeout: float) -> int:
+    """The pid of the operator's Local analysis job (`python -m ebb_operator.analysis`, its child)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == operator_pid and b"ebb_operator.analysis" in argv:
+                return int(entry.name)
+        assert time.monotonic() < deadline, "the operator started no analysis job"
+        time.sleep(0.05)
+
+
+@contextmanager
+def _operator_paused(pid: int) -> Iterator[None]:
+    """The operator process stopped (SIGSTOP, not its process group: its analysis job runs on), and
+    always continued after."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+@pytest.mark.timeout(900)  # a Spark run; slow only on a busy machine
+def test_a_retention_policy_reading_consumer_offsets_waits_for_a_frozen_follower(
+    control_plane: ControlPlane,
+    k8s_namespace: str,
+    kafka_cluster3: KafkaCluster,
+    start_operator: Callable[..., OperatorProcess],
+) -> None:
+    """offsetsSource ConsumerOffsetsTopic reads commits from `__consumer_offsets` partitions led by three
+    brokers; the run's DeleteRecords then meets a follower (node f) that has stopped fetching. KIP-107: each
+    leader cuts at once but answers only when every live replica's log start has moved, so the object shows
+    REQUEST_TIMED_OUT per partition, the policy says it is still deleting (never Succeeded), and the cut
+    completes once the follower is back.
+
+    To freeze the follower after the analysis (which talks to every broker: ListGroups, DescribeLogDirs)
+    and before the DeleteRecords, the operator is held (SIGSTOP) while its analysis job runs: the job
+    ends, the follower is frozen, the operator continues and creates the run's DeleteRecords. Node f must
+    come back before its broker session (45 s) ends, or it is fenced and no longer waited for (the
+    follower is thawed as soon as the waiting is seen; the test prints how long that took).
+    """
+    cp, ns, cluster = control_plane, k8s_namespace, kafka_cluster3
+    leaders = _spread_offsets_topic(cluster)
+    topic = unique("mb-co")
+    a, b, f = _roles(cluster)
+    _create(cluster, topic, [[a, b, f], [b, a, f]])  # led by nodes a and b; node f follows both
+    _produce(cluster.bootstrap_servers, topic, 2, 40, 200, old=30)
+    # Two counted groups, their commits in `__consumer_offsets` partitions led by nodes a and b (the run's
+    # DeleteRecords re-reads them from their coordinators while node f is frozen).
+    reader, ahead = _group_on(cluster, "mb-co-reader", a), _group_on(cluster, "mb-co-ahead", b)
+    commit(cluster.bootstrap_servers, reader, [(topic, p, 20) for p in range(2)])
+    commit(cluster.bootstrap_servers, ahead, [(topic, p, 40) for p in range(2)])
+    follower = cluster.node(f)
+    bootstrap = ",".join(f"{n.host}:{n.port}" for n in (cluster.node(a), cluster.node(b)))
+    # A frozen node answers nothing: each request the operator's admin client happens to send it (Metadata
+    # to the least loaded node, DescribeLogDirs for bytesBefore) costs the request timeout, shortened here
+    # so the cut meets the frozen follower well within its broker session.
+    op = start_operator(bootstrap, EBB_KAFKA_REQUEST_TIMEOUT_SECONDS="6")
+    _apply(cp, ns, "RetentionPolicy", "co", {
+        "cluster": {"bootstrapServers": bootstrap},
+        "topics": {"include": [topic]},
+        "consumers": {"include": [reader, ahead]},
+        "consumedRetention": "1h",
+        "analysis": {"offsetsSource": "ConsumerOffsetsTopic"},
+    })  # fmt: skip
+    job = _analysis_job(op.popen.pid, timeout=120)
+    try:
+        with _operator_paused(op.popen.pid):
+            deadline = time.monotonic() + 600
+            while _process_state(job) not in (None, "Z"):  # a zombie: the held operator cannot reap it
+                assert time.monotonic() < deadline, "the analysis job did not end"
+                time.sleep(0.1)
+            follower.freeze()
+        frozen_at = time.monotonic()
+        policy = _until(
+            cp, ns, "retentionpolicy", "co",
+            lambda o: bool(o.get("status", {}).get("lastRun", {}).get("deleteRecords")), 60,
+        )  # fmt: skip
+        name = policy["status"]["lastRun"]["deleteRecords"]
+        waiting = _until(
+            cp, ns, "deleterecords", name,
+            lambda o: o.get("status", {}).get("phase") in ("Succeeded", "PartiallyFailed", "Failed")
+            or (len(_partitions(o)) == 2 and all(p.get("retrying") for p in _partitions(o).values())),
+            timeout=40,
+        )  # fmt: skip
+        assert waiting["status"]["phase"] == "Running", waiting["status"]  # not done without node f
+        for p in _partitions(waiting).values():
+            assert p["requestedOffset"] == 20 and "REQUEST_TIMED_OUT" in p["retrying"], p
+            assert p.get("lowWatermark") is None and p.get("error") is None, p
+        assert [log_start(bootstrap, topic, p) for p in (0, 1)] == [20, 20]  # the leaders have cut
+        # The policy: still deleting, saying why; no run claims success.
+        policy = _until(
+            cp, ns, "retentionpolicy", "co",
+            lambda o: "REQUEST_TIMED_OUT" in _ready(o).get("message", ""), 10,
+        )  # fmt: skip
+        status = policy["status"]
+        assert status["lastRun"]["outcome"] == "Running" and "lastCompletedRun" not in status, status
+        assert (_ready(policy)["status"], _ready(policy)["reason"]) == ("Unknown", "Deleting")
+        print(f"DeleteRecords waited for the frozen follower {time.monotonic() - frozen_at:.1f} s")
+    finally:
+        if follower.frozen:
+            follower.thaw()
+    done = _until(
+        cp, ns, "retentionpolicy", "co", lambda o: bool(o.get("status", {}).get("lastCompletedRun")), 120
+    )
+    status = done["status"]
+    assert status["lastCompletedRun"]["outcome"] == "Succeeded", status
+    dr = cp.kubectl_json("get", "-n", ns, "deleterecords", name)
+    assert {p: r["lowWatermark"] for p, r in _partitions(dr).items()} == {0: 20, 1: 20}
+    assert [log_start(cluster.bootstrap_servers, topic, p) for p in (0, 1)] == [20, 20]
+    (entry,) = status["topics"]
+    assert [(g["group"], g["partitions"], g["lagRecords"]) for g in entry["limiting"]] == [(reader, 2, 40)]
+    # The commits came from `__consumer_offsets`, whose partitions three brokers led.
+    assert sorted(leaders.values()) == [1, 2, 3]
+    assert "reading __consumer_offsets took" in op.log_path.read_text(errors="replace")
+
+
+def _ready(obj: dict[str, Any]) -> dict[str, Any]:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"), {})

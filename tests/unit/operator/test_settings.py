@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ebb_operator.handlers.runtime import Runtime
 from ebb_operator.settings import OperatorSettings, SettingsError
 
 
@@ -31,3 +32,9 @@ def test_values_come_from_their_variables() -> None:
 def test_bad_values_name_the_variable(var: str, value: str) -> None:
     with pytest.raises(SettingsError, match=var):
         OperatorSettings.from_env({var: value})
+
+
+def test_the_kafka_request_timeout_reaches_the_admin_clients() -> None:
+    settings = OperatorSettings.from_env({"EBB_KAFKA_REQUEST_TIMEOUT_SECONDS": "6"})
+    assert Runtime.create(settings).admins.request_timeout == 6.0
+    assert Runtime.create(OperatorSettings.from_env({})).admins.request_timeout == 15.0

@@ -332,13 +332,21 @@ class PolicyRunner:
         raise DeleteFailed(f"DeleteRecords {name}: {ready.message if ready else done.phase}")
 
     async def _follow(self, name: str) -> DeleteRecordsStatus:
-        """Wait for the run's DeleteRecords (executed by handlers/delete_records.py) to finish."""
+        """Wait for the run's DeleteRecords (executed by handlers/delete_records.py) to finish, its
+        progress shown in the policy's Ready message meanwhile: a cut that waits (KIP-107: a follower
+        that does not fetch times DeleteRecords out until it is back) says so on the policy too."""
         ref = kube.ObjectRef(DELETE_RECORDS, self.namespace, name)
+        shown: str | None = None
         while True:
             obj = await asyncio.to_thread(kube.get_object, ref)
             status = DeleteRecordsStatus.model_validate(dict(obj.get("status") or {}))
             if status.phase in TERMINAL_PHASES:
                 return status
+            ready = next((c for c in status.conditions if c.type == "Ready"), None)
+            if ready is not None and ready.message and ready.message != shown:
+                shown = ready.message
+                message = f"waiting for DeleteRecords {name} ({status.phase}): {ready.message}"
+                await self.out.write(ConditionStatus.UNKNOWN, "Deleting", message[:2048])
             await asyncio.sleep(self.rt.settings.poll_seconds)
 
     @property
