@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -17,6 +18,8 @@ from harness.tls import Issued, TestCA
 from tests.compat.clients import CLIENTS, Security
 from tests.compat.conftest import FAST_BROKER
 from tests.compat.wire import Wire
+
+CLOSED = "ebb_connections_closed_by_broker_total"
 
 
 @dataclass
@@ -105,7 +108,12 @@ def test_mtls_listener_requires_a_client_certificate(tls: TlsBroker) -> None:
         except (ssl.SSLError, ConnectionError):
             answer = b""
         assert answer == b""
-    assert tls.broker.metric("ebb_connections_closed_by_broker_total", reason="tls_handshake") == 1
+    # asyncio closes the socket on the failed handshake before the broker's accept task counts it: wait
+    # (bounded) for the count rather than race it.
+    deadline = time.monotonic() + 10
+    while tls.broker.metric(CLOSED, reason="tls_handshake") < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert tls.broker.metric(CLOSED, reason="tls_handshake") == 1
     with_cert = Security(
         "SSL", cafile=str(tls.ca.ca_pem), certfile=str(tls.alice.cert), keyfile=str(tls.alice.key)
     )
