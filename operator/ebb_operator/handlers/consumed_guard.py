@@ -50,8 +50,11 @@ def blocking_groups(
             column = committed.get(topic)
             if column is None and topic not in assigned:
                 continue  # the group does not read this topic
-            by_partition = dict(zip(column.partitions, column.offsets, strict=True)) if column else {}
-            positions = list(map(by_partition.get, parts, repeat(NO_COMMIT)))
+            if column is not None and column.partitions == parts:
+                positions = column.offsets  # the usual answer: a commit on every partition asked for
+            else:
+                by_partition = dict(zip(column.partitions, column.offsets, strict=True)) if column else {}
+                positions = list(map(by_partition.get, parts, repeat(NO_COMMIT)))
             if all(map(ge, positions, floor)):
                 continue
             for partition, position, target in zip(parts, positions, floor, strict=True):

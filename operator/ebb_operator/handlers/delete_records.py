@@ -1,13 +1,14 @@
-"""DeleteRecords reconciliation: check the grant, plan (resolve -1, apply the guard), record, delete.
+"""DeleteRecords reconciliation: check the grant, plan (resolve -1), record, delete behind the guard.
 
 Executed once. Nothing is sent to Kafka before the namespace's grant admits the request (topics, guard
-None). The plan (concrete target offsets, guard refusals, log starts and bytes before) is written to
-status before any deletion, so an operator killed mid-run resumes the recorded plan: DeleteRecords is
-idempotent and the log start offset monotone (KIP-107), and no offset is ever re-resolved, so a restart
-never deletes records produced after the first attempt. The guard is checked again just before each
-DeleteRecords request: a group that rewound its commit since the plan (or since a RetentionPolicy's
-analysis) holds its partition. After the deletion a timer follows DescribeLogDirs until the brokers'
-retention passes have removed the segments, so `reclaimedBytes` is what was really freed.
+None). The plan (concrete target offsets, log starts and bytes before) is written to status before any
+deletion, so an operator killed mid-run resumes the recorded plan: DeleteRecords is idempotent and the
+log start offset monotone (KIP-107), and no offset is ever re-resolved, so a restart never deletes
+records produced after the first attempt. The guard is read right before each DeleteRecords request,
+not at planning (a dry run, which sends none, reads it when it plans): a group that rewound its commit
+since a RetentionPolicy's analysis holds its partition. After the deletion a timer follows
+DescribeLogDirs until the brokers' retention passes have removed the segments, so `reclaimedBytes` is
+what was really freed.
 """
 
 from __future__ import annotations
@@ -110,16 +111,17 @@ def guard_blockers(
 ) -> dict[TopicPartition, list[str]]:
     """Per partition, the groups that have not committed past its target (Consumed: every group that
     reads the topic; ConsumedBy: the named groups, a group without a commit holding it). Blocking:
-    runs in a worker thread. Commits are fetched for all groups in batched OffsetFetch requests."""
+    runs in a worker thread. The groups' commits on the cut partitions come in batched OffsetFetch
+    requests, sent with their DescribeGroups."""
     if spec.guard is Guard.NONE or not targets:
         return {}
     if spec.guard is Guard.CONSUMED_BY:
         groups = list(spec.consumed_by)
     else:
         groups = [g.group_id for g in admin.list_groups()]
-    descriptions = admin.describe_groups(groups)
+    descriptions, answered = admin.readers(groups, targets)
     commits: dict[str, list[TopicCommits]] = {}
-    for group, found in admin.committed_offsets_by_topic(groups).items():
+    for group, found in answered.items():
         if isinstance(found, KafkaFailure):
             raise KafkaFailed(f"cannot read the committed offsets of group {group}: {found}")
         commits[group] = found
@@ -156,7 +158,10 @@ def _plan(admin: ClusterAdmin, spec: DeleteRecordsSpec) -> tuple[list[PartitionR
         target = ends[tp].offset if p.offset == HIGH_WATERMARK and tp in ends else p.offset
         if tp not in errors and target is not None:
             targets[tp] = target
-    blockers = guard_blockers(admin, spec, targets)
+    # The guard is read once per DeleteRecords request, right before it (`_guarded_delete`), so a rewind
+    # since the plan holds its partition; reading it here as well would only double its cost. A dry run
+    # sends no request: it reads the guard here, to report what would be refused.
+    blockers = guard_blockers(admin, spec, targets) if spec.dry_run else {}
     plan = plan_partitions(
         spec,
         {tp: r.offset for tp, r in starts.items()},
@@ -164,14 +169,16 @@ def _plan(admin: ClusterAdmin, spec: DeleteRecordsSpec) -> tuple[list[PartitionR
         errors,
         blockers,
     )
-    pending = [TopicPartition(r.topic, r.partition) for r in plan if r.error is None]
+    pending = {TopicPartition(r.topic, r.partition): r for r in plan if r.error is None}
     try:
-        before: int | None = sum(admin.log_dir_sizes(pending).values())
+        sizes = admin.log_dir_sizes(pending)
     except Exception as exc:  # a broker that does not answer (stopped, frozen): its replicas' size is
         # unknown, so what the deletion frees cannot be measured; the deletion itself does not need it
         log.info("bytes before the deletion not measured: %s", exc)
-        before = None
-    return plan, before
+        return plan, None
+    for tp, entry in pending.items():
+        entry.bytes_before = sizes.get(tp, 0)
+    return plan, sum(sizes.values())
 
 
 def _pending(status: DeleteRecordsStatus) -> dict[TopicPartition, PartitionResult]:
@@ -335,11 +342,16 @@ async def measure_reclaimed(rt: Runtime, body: kopf.Body) -> None:
         return
     spec = DeleteRecordsSpec.model_validate(dict(body.spec))
     target = await cluster.resolve(rt, body.metadata.namespace or "", spec.cluster_ref, spec.cluster)
-    cut: Iterable[TopicPartition] = [
-        TopicPartition(r.topic, r.partition) for r in status.partitions if r.low_watermark is not None
-    ]
-    sizes = await rt.admins.call(target.connection, lambda a: a.log_dir_sizes(cut))
-    freed = max(0, (status.bytes_before or 0) - sum(sizes.values()))
+    cut = [r for r in status.partitions if r.low_watermark is not None]
+    tps: Iterable[TopicPartition] = [TopicPartition(r.topic, r.partition) for r in cut]
+    sizes = await rt.admins.call(target.connection, lambda a: a.log_dir_sizes(tps))
+    # Only the partitions cut: a partition the guard refused at the delete was measured before it too.
+    # (An object planned by an operator before per-partition sizes has only the total.)
+    per_partition = [r.bytes_before for r in cut]
+    before = status.bytes_before or 0
+    if None not in per_partition:
+        before = sum(b for b in per_partition if b is not None)
+    freed = max(0, before - sum(sizes.values()))
     if freed > (status.reclaimed_bytes or 0):
         metrics.BYTES_RECLAIMED.inc(freed - (status.reclaimed_bytes or 0))
         patch = {"reclaimedBytes": freed, "reclaimedAt": now_rfc3339()}

@@ -160,15 +160,56 @@ class ClusterAdmin:
             GroupListing(g["group_id"], group_state(g.get("group_state"))) for g in self._client.list_groups()
         ]
 
-    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+    def describe_groups(
+        self, group_ids: Iterable[str], answered: dict[str, Any] | BaseException | None = None
+    ) -> dict[str, GroupDescription]:
+        """DescribeGroups; `answered` is kafka-python's answer for all of `group_ids` when it was already
+        asked (its failure: each group is then asked alone)."""
         ids = list(dict.fromkeys(group_ids))
         if not ids:
             return {}
 
         def call(keys: list[str]) -> dict[str, Any]:
+            if keys is ids and answered is not None:
+                if isinstance(answered, BaseException):
+                    raise answered
+                return answered
             return dict(self._client.describe_groups(keys))
 
         return per_item(ids, call, _group_description, lambda gid, f: GroupDescription(gid, "UNKNOWN", (), f))
+
+    def readers(
+        self, group_ids: Iterable[str], partitions: Iterable[TopicPartition]
+    ) -> tuple[dict[str, GroupDescription], dict[str, list[TopicCommits] | KafkaFailure]]:
+        """What the Consumed guard reads of each group: its description (members and their assignments)
+        and its commits on `partitions` only. DescribeGroups and OffsetFetch go out at once, as neither
+        answer depends on the other; the commits come in OffsetFetch v8 requests of many groups."""
+        ids = list(dict.fromkeys(group_ids))
+        wanted: dict[str, list[int]] = {}
+        for tp in sorted(set(partitions)):
+            wanted.setdefault(tp.topic, []).append(tp.partition)
+        if not ids or not wanted:
+            return self.describe_groups(ids), {g: [] for g in ids}
+        if not offset_fetch.supported(self._client):
+            commits = {
+                g: found if isinstance(found, KafkaFailure) else offset_fetch.commits_on(found, wanted)
+                for g, found in self.committed_offsets_by_topic(ids).items()
+            }
+            return self.describe_groups(ids), commits
+        client = self._client
+
+        async def both() -> tuple[
+            dict[str, Any] | BaseException, dict[str, list[TopicCommits] | KafkaFailure]
+        ]:
+            described = client._manager.call_soon(client._async_describe_groups, ids)
+            commits = await offset_fetch.fetch_async(client, ids, wanted)
+            try:
+                return dict(await described), commits
+            except Exception as exc:  # described again group by group, each failure on its group
+                return exc, commits
+
+        answered, commits = client._manager.run(both)
+        return self.describe_groups(ids, answered), commits
 
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         """The group's committed offsets (OffsetFetch); partitions without a commit are left out."""

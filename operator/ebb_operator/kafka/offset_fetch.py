@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,18 @@ class TopicCommits:
     topic: str
     partitions: list[int]
     offsets: list[int]
+
+
+def commits_on(commits: Iterable[TopicCommits], wanted: Mapping[str, Sequence[int]]) -> list[TopicCommits]:
+    """A group's commits on the wanted partitions only: what a v8 request naming them answers, for the
+    brokers without v8, whose answer holds everything the group committed."""
+    out = []
+    for t in commits:
+        keep = set(wanted.get(t.topic, ()))
+        rows = [(p, o) for p, o in zip(t.partitions, t.offsets, strict=True) if p in keep]
+        if rows:
+            out.append(TopicCommits(t.topic, [p for p, _ in rows], [o for _, o in rows]))
+    return out
 
 
 class OffsetFetchDecodeError(ValueError):
@@ -209,10 +221,18 @@ class _Request:
     API_KEY = OffsetFetchRequest.API_KEY
     API_VERSION = VERSION
 
-    def __init__(self, groups: Sequence[str]) -> None:
+    def __init__(self, groups: Sequence[str], partitions: Mapping[str, Sequence[int]] | None = None) -> None:
         group = OffsetFetchRequest.OffsetFetchRequestGroup
+        topics = (
+            None  # every partition the group committed
+            if partitions is None
+            else [
+                group.OffsetFetchRequestTopics(name=t, partition_indexes=list(ps))
+                for t, ps in partitions.items()
+            ]
+        )
         self._inner = OffsetFetchRequest(
-            groups=[group(group_id=g, topics=None) for g in groups], version=VERSION
+            groups=[group(group_id=g, topics=topics) for g in groups], version=VERSION
         )
         self.header: _Header | None = None
 
@@ -232,28 +252,41 @@ def supported(client: KafkaAdminClient) -> bool:
     return bool(client._manager.broker_version_data.api_version(OffsetFetchRequest) >= VERSION)
 
 
-def fetch(client: KafkaAdminClient, groups: Iterable[str]) -> dict[str, list[TopicCommits] | KafkaFailure]:
-    """Every committed offset of `groups`: one v8 request per coordinator and GROUPS_PER_REQUEST groups."""
+def fetch(
+    client: KafkaAdminClient, groups: Iterable[str], partitions: Mapping[str, Sequence[int]] | None = None
+) -> dict[str, list[TopicCommits] | KafkaFailure]:
+    """The committed offsets of `groups` (only on `partitions`, topic -> partition numbers, when given):
+    one v8 request per coordinator and GROUPS_PER_REQUEST groups."""
+    found: dict[str, list[TopicCommits] | KafkaFailure] = client._manager.run(
+        fetch_async, client, list(groups), partitions
+    )
+    return found
+
+
+async def fetch_async(
+    client: KafkaAdminClient, groups: Sequence[str], partitions: Mapping[str, Sequence[int]] | None = None
+) -> dict[str, list[TopicCommits] | KafkaFailure]:
+    """`fetch` as a coroutine on kafka-python's loop, to run beside another request of the same client.
+
+    Asking for named partitions bounds the answer by what a caller checks (the Consumed guard: the
+    partitions it cuts) instead of by everything the groups ever committed; a partition without a commit
+    is left out either way."""
     wanted = list(dict.fromkeys(groups))
-
-    async def run() -> dict[str, list[TopicCommits] | KafkaFailure]:
-        coordinators = await client._find_coordinator_ids(wanted)
-        by_node: dict[int, list[str]] = defaultdict(list)
-        for g in wanted:
-            by_node[coordinators[g]].append(g)
-        out: dict[str, list[TopicCommits] | KafkaFailure] = {}
-        # Pipelined: up to IN_FLIGHT requests wait on the connections at once, so the broker builds the
-        # next answer while this side decodes the last (answers come back in order per connection).
-        waiting: deque[Any] = deque()
-        for node, gs in by_node.items():
-            for i in range(0, len(gs), GROUPS_PER_REQUEST):
-                if len(waiting) >= IN_FLIGHT:
-                    out.update((await waiting.popleft()).groups)
-                waiting.append(client._manager.send(_Request(gs[i : i + GROUPS_PER_REQUEST]), node_id=node))
-        while waiting:
-            out.update((await waiting.popleft()).groups)
-        return out
-
-    found: dict[str, list[TopicCommits] | KafkaFailure] = client._manager.run(run)
+    coordinators = await client._find_coordinator_ids(wanted)
+    by_node: dict[int, list[str]] = defaultdict(list)
+    for g in wanted:
+        by_node[coordinators[g]].append(g)
+    out: dict[str, list[TopicCommits] | KafkaFailure] = {}
+    # Pipelined: up to IN_FLIGHT requests wait on the connections at once, so the broker builds the
+    # next answer while this side decodes the last (answers come back in order per connection).
+    waiting: deque[Any] = deque()
+    for node, gs in by_node.items():
+        for i in range(0, len(gs), GROUPS_PER_REQUEST):
+            if len(waiting) >= IN_FLIGHT:
+                out.update((await waiting.popleft()).groups)
+            request = _Request(gs[i : i + GROUPS_PER_REQUEST], partitions)
+            waiting.append(client._manager.send(request, node_id=node))
+    while waiting:
+        out.update((await waiting.popleft()).groups)
     missing = KafkaFailure("NO_ANSWER", "the coordinator's answer left the group out", True)
-    return {g: found.get(g, missing) for g in wanted}
+    return {g: out.get(g, missing) for g in wanted}

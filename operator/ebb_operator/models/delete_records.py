@@ -101,6 +101,9 @@ class PartitionResult(Observed):
         description="The retriable error of the last attempt, while it is retried (until spec.timeout).",
     )
     log_start_before: int | None = Field(default=None, description="Log start offset when the run began.")
+    bytes_before: int | None = Field(
+        default=None, description="Log-dir bytes of the partition when the run began, over every replica."
+    )
 
 
 class DeleteRecordsStatus(Status):

@@ -55,9 +55,7 @@ def test_consumed_guard_reads_many_groups_in_few_requests_and_names_the_slow_one
     assert results[0]["lowWatermark"] == 20 and results[0].get("error") is None
     assert results[1]["error"].count("(committed") == 1 and f"{slow} (committed 10)" in results[1]["error"]
     assert (log_start(bootstrap, topic, 0), log_start(bootstrap, topic, 1)) == (20, 0)
-    # The guard is read when the plan is made and again before the DeleteRecords request: each time
-    # every group's commits in ceil(250 / 100) = 3 requests (one coordinator), where a request per
-    # group would be 250.
+    # The guard is read once, just before the DeleteRecords request: every group's commits in
+    # ceil(250 / 100) = 3 requests (one coordinator), where a request per group would be 250.
     fetches = _offset_fetches(metered_broker) - before
-    per_read = -(-GROUPS // GROUPS_PER_REQUEST)
-    assert per_read <= fetches <= 2 * per_read, fetches
+    assert fetches == -(-GROUPS // GROUPS_PER_REQUEST), fetches

@@ -73,10 +73,44 @@ def test_guard_refuses_partitions_a_group_has_not_consumed(
     error = obj["status"]["partitions"][0]["error"]
     assert f"{group} (committed 10)" in error
     assert log_start(kafka_bootstrap, topic, 0) == 0
+    # A dry run, which sends no DeleteRecords, reads the guard when it plans and reports the refusal.
+    assert objects.apply("DeleteRecords", "guarded-dry", {**spec, "dryRun": True}).returncode == 0
+    dry = objects.wait("deleterecords", "guarded-dry", _phase("Succeeded"))
+    assert ready(dry)["reason"] == "DryRun" and dry["status"]["deletedRecords"] == 0
+    assert f"{group} (committed 10)" in dry["status"]["partitions"][0]["error"]
     # The user can override the guard explicitly.
     assert objects.apply("DeleteRecords", "unguarded", {**spec, "guard": "None"}).returncode == 0
     objects.wait("deleterecords", "unguarded", _phase("Succeeded"))
     assert log_start(kafka_bootstrap, topic, 0) == 20
+
+
+def test_a_partition_the_guard_refuses_is_not_counted_as_reclaimed(
+    kafka_bootstrap: str, objects: Objects, ebb_operator: OperatorProcess
+) -> None:
+    """The guard is read just before the DeleteRecords request, after the plan measured the bytes of every
+    partition: what the brokers freed is counted over the partitions really cut."""
+    topic, group = unique("dr-reclaim"), unique("half")
+    create_topic(kafka_bootstrap, topic, 2, {"segment.bytes": str(1 << 20), "file.delete.delay.ms": "0"})
+    produce(kafka_bootstrap, topic, {0: 40, 1: 40}, size=40_000)
+    commit(kafka_bootstrap, group, [(topic, 0, 40), (topic, 1, 5)])
+    spec = {
+        "cluster": _cluster(kafka_bootstrap),
+        "partitions": [{"topic": topic, "partition": p, "offset": 30} for p in (0, 1)],
+    }
+    assert objects.apply("DeleteRecords", "half", spec).returncode == 0
+
+    obj = objects.wait("deleterecords", "half", _phase("PartiallyFailed"))
+
+    by_partition = {p["partition"]: p for p in obj["status"]["partitions"]}
+    assert by_partition[0]["lowWatermark"] == 30
+    assert f"{group} (committed 5)" in by_partition[1]["error"]
+    assert by_partition[0]["bytesBefore"] > 40 * 40_000 and by_partition[1]["bytesBefore"] > 40 * 40_000
+    assert obj["status"]["bytesBefore"] == by_partition[0]["bytesBefore"] + by_partition[1]["bytesBefore"]
+    # Partition 0's first segment (about 25 records: 1 MiB) lies below the cut; counting the refused
+    # partition 1 as freed would report more than partition 0 ever held.
+    obj = objects.wait("deleterecords", "half", lambda o: o["status"].get("reclaimedBytes", 0) >= 900_000)
+    assert obj["status"]["reclaimedBytes"] <= by_partition[0]["bytesBefore"]
+    assert (log_start(kafka_bootstrap, topic, 0), log_start(kafka_bootstrap, topic, 1)) == (30, 0)
 
 
 def test_one_bad_partition_gives_partially_failed(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kafka.protocol.consumer.group import OffsetFetchResponse
 
-from ebb_operator.kafka.offset_fetch import OffsetFetchDecodeError, TopicCommits, decode
+from ebb_operator.kafka.offset_fetch import OffsetFetchDecodeError, TopicCommits, commits_on, decode
 
 Group = OffsetFetchResponse.OffsetFetchResponseGroup
 Topic = Group.OffsetFetchResponseTopics
@@ -81,3 +81,9 @@ def test_a_truncated_answer_is_an_error_not_fewer_commits() -> None:
     for cut in (len(data) - 3, len(data) // 2, 9):
         with pytest.raises(OffsetFetchDecodeError):
             decode(data[:cut])
+
+
+def test_commits_on_keeps_only_the_wanted_partitions_in_their_order() -> None:
+    commits = [TopicCommits("orders", [0, 1, 2, 5], [10, 11, 12, 15]), TopicCommits("pay", [0], [1])]
+    assert commits_on(commits, {"orders": [5, 1], "logs": [0]}) == [TopicCommits("orders", [1, 5], [11, 15])]
+    assert commits_on(commits, {"logs": [0]}) == []
