@@ -19,7 +19,7 @@ include $(sort $(wildcard mk/*.mk))
 help:
 	@echo "make demo   - run the most complete real demonstration (sets itself up)"
 	@echo "make test   - set up everything on a fresh machine and run every test tier"
-	@echo "make lint   - ruff, mypy and the import-layering contracts"
+	@echo "make lint   - ruff (checks and format), mypy and the import-layering contracts"
 	@echo "make bench  - benchmarks; tables on stdout, JSON in bench/results/"
 
 # The virtual environment is rebuilt when pyproject.toml changes.
@@ -34,6 +34,7 @@ venv: $(VENV)/.installed
 
 lint: venv
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 

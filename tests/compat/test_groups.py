@@ -203,4 +203,3 @@ def test_a_member_that_dies_is_expired_after_its_session_timeout(broker: EbbBrok
     finally:
         doomed.kill()
         close_within(survivor)
-

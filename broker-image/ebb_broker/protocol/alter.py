@@ -79,6 +79,8 @@ def apply_broker_configs(
     except (DynamicConfigError, InvalidConfigError) as exc:
         return InvalidRequestError.errno, str(exc)
     return 0, None
+
+
 def apply_topic_overrides(
     broker: Broker, resource_type: int, name: str, change: Change, validate_only: bool
 ) -> tuple[int, str | None]:

@@ -105,7 +105,8 @@ def test_replace_segments_swaps_the_cleaned_segment_in(local: LocalLog, schedule
     assert [s.base_offset for s in local.segments] == [0, 2] and local.segments.first is cleaned
     names = sorted(p.name for p in local.directory.iterdir())
     assert not any(n.endswith((files.CLEANED, files.SWAP)) for n in names)
-    (deleted, delay), = scheduler.scheduled
+    ((deleted, delay),) = scheduler.scheduled
     assert delay == 60_000 and {p.name for p in deleted} >= {
-        "00000000000000000000.log.deleted", "00000000000000000001.log.deleted"
+        "00000000000000000000.log.deleted",
+        "00000000000000000001.log.deleted",
     }
