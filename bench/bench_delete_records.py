@@ -2,9 +2,9 @@
 Apache Kafka's kafka-delete-records.sh deleting the same partitions on the same broker (20 runs each).
 
 Two guards: `None` (no check), and the default `Consumed` with 1 000 groups that committed on every
-partition of the topic: before deleting, the operator lists the groups, describes them and fetches their
-commits (OffsetFetch, many groups per request: KIP-709), twice (when it plans, and again just before the
-DeleteRecords request). On ebb-broker the OffsetFetch requests per DeleteRecords are counted from its
+partition of the topic: just before the DeleteRecords request, the operator lists the groups, then
+describes them while it fetches their commits on the cut partitions (OffsetFetch, many groups per
+request: KIP-709). On ebb-broker the OffsetFetch requests per DeleteRecords are counted from its
 metrics.
 
 Needs the test control plane (`make harness-k8s`) and Apache Kafka (`make harness-kafka`). The operator
@@ -227,6 +227,6 @@ def main() -> None:
         notes=f"{PARTITIONS} partitions; guard None (offset -1), guard Consumed ({GROUPS} groups, committed "
         f"on every partition); single-node ebb-broker and Apache Kafka {version}; load average "
         f"{os.getloadavg()[0]:.1f}. Operator time: kubectl apply, watch delivery, planning (metadata, "
-        "ListOffsets x2, the guard: ListGroups, DescribeGroups, OffsetFetch), status writes, the guard "
-        "again, DeleteRecords, DescribeLogDirs, Events. Tool time is mostly JVM start.",
+        "ListOffsets x2, DescribeLogDirs), status writes, the guard (ListGroups, then DescribeGroups beside "
+        "OffsetFetch), DeleteRecords, Events. Tool time is mostly JVM start.",
     )
