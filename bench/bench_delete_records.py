@@ -3,9 +3,8 @@ Apache Kafka's kafka-delete-records.sh deleting the same partitions on the same 
 
 Two guards: `None` (no check), and the default `Consumed` with 1 000 groups that committed on every
 partition of the topic: just before the DeleteRecords request, the operator lists the groups, then
-describes them while it fetches their commits on the cut partitions (OffsetFetch, many groups per
-request: KIP-709). On ebb-broker the OffsetFetch requests per DeleteRecords are counted from its
-metrics.
+describes them while it fetches their commits on the topic (OffsetFetch, many groups per request:
+KIP-709). On ebb-broker the OffsetFetch requests per DeleteRecords are counted from its metrics.
 
 Needs the test control plane (`make harness-k8s`) and Apache Kafka (`make harness-kafka`). The operator
 runs as a local process, the way the k8s tests run it; kubectl and the JVM tool are timed end to end, as a

@@ -111,7 +111,7 @@ def guard_blockers(
 ) -> dict[TopicPartition, list[str]]:
     """Per partition, the groups that have not committed past its target (Consumed: every group that
     reads the topic; ConsumedBy: the named groups, a group without a commit holding it). Blocking:
-    runs in a worker thread. The groups' commits on the cut partitions come in batched OffsetFetch
+    runs in a worker thread. The groups' commits on the topics cut come in batched OffsetFetch
     requests, sent with their DescribeGroups."""
     if spec.guard is Guard.NONE or not targets:
         return {}
@@ -119,7 +119,7 @@ def guard_blockers(
         groups = list(spec.consumed_by)
     else:
         groups = [g.group_id for g in admin.list_groups()]
-    descriptions, answered = admin.readers(groups, targets)
+    descriptions, answered = admin.readers(groups, {tp.topic for tp in targets})
     commits: dict[str, list[TopicCommits]] = {}
     for group, found in answered.items():
         if isinstance(found, KafkaFailure):

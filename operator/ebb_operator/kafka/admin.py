@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from kafka import TopicPartition as KpTopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, OffsetSpec
-from kafka.errors import KafkaError, LeaderNotAvailableError, for_code
+from kafka.errors import KafkaError, LeaderNotAvailableError, UnknownTopicOrPartitionError, for_code
 from kafka.protocol.admin import DeleteRecordsRequest
 
 from ebb_operator.kafka import offset_fetch
@@ -179,23 +179,33 @@ class ClusterAdmin:
         return per_item(ids, call, _group_description, lambda gid, f: GroupDescription(gid, "UNKNOWN", (), f))
 
     def readers(
-        self, group_ids: Iterable[str], partitions: Iterable[TopicPartition]
+        self, group_ids: Iterable[str], topics: Iterable[str]
     ) -> tuple[dict[str, GroupDescription], dict[str, list[TopicCommits] | KafkaFailure]]:
         """What the Consumed guard reads of each group: its description (members and their assignments)
-        and its commits on `partitions` only. DescribeGroups and OffsetFetch go out at once, as neither
-        answer depends on the other; the commits come in OffsetFetch v8 requests of many groups."""
+        and its commits on every partition of `topics`, and on nothing else, so the answer is bounded by
+        the topics checked rather than by everything the groups committed. Every partition, not only
+        those cut: a commit on any partition of a topic is what says that a group reads it.
+
+        DescribeGroups and OffsetFetch go out at once, as neither answer depends on the other; the commits
+        come in OffsetFetch v8 requests of many groups. A topic whose partitions cannot be listed fails
+        the call (fail closed), except a topic that no longer exists: nothing of it can be deleted."""
         ids = list(dict.fromkeys(group_ids))
         wanted: dict[str, list[int]] = {}
-        for tp in sorted(set(partitions)):
-            wanted.setdefault(tp.topic, []).append(tp.partition)
-        if not ids or not wanted:
-            return self.describe_groups(ids), {g: [] for g in ids}
+        names = sorted(set(topics))
+        for t in self._client.describe_topics(names) if names else []:
+            code = t.get("error_code") or 0
+            if code and for_code(code) is not UnknownTopicOrPartitionError:
+                raise KafkaCallError(_code_failure(code))
+            if not code and t["name"] in names:
+                wanted[t["name"]] = sorted(p["partition_index"] for p in t.get("partitions") or [])
         if not offset_fetch.supported(self._client):
             commits = {
                 g: found if isinstance(found, KafkaFailure) else offset_fetch.commits_on(found, wanted)
                 for g, found in self.committed_offsets_by_topic(ids).items()
             }
             return self.describe_groups(ids), commits
+        if not ids or not wanted:
+            return self.describe_groups(ids), {g: [] for g in ids}
         client = self._client
 
         async def both() -> tuple[
@@ -420,7 +430,5 @@ def group_state(text: object) -> str:
 
 
 def _code_failure(code: int) -> KafkaFailure:
-    from kafka.errors import for_code
-
     cls = for_code(code)
     return KafkaFailure(str(cls.message), str(cls.description or cls.message), bool(cls.retriable))

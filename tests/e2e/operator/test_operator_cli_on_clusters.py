@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ebb_operator.handlers.consumed_guard import blocking_groups
 from ebb_operator.kafka import EARLIEST, ClusterAdmin, ClusterConnection, TopicPartition
 from harness.kafka import kafka_tool
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, produce, unique
@@ -78,6 +79,13 @@ def test_adapter_reports_groups_and_capabilities(kafka_bootstrap: str, kafka_kin
             group: {TopicPartition(topic, 0): 3},
             other: {TopicPartition(topic, 1): 4},
         }
+        # The Consumed guard's read: `other` committed on partition 1 only, so it reads the topic and
+        # holds partition 0, where it has no commit (fail closed); a missing topic guards nothing.
+        descriptions, commits = admin.readers([group, other], [topic, unique("missing")])
+        tp0 = TopicPartition(topic, 0)
+        assert blocking_groups({tp0: 2}, commits, descriptions) == {tp0: [f"{other} (no committed offset)"]}
+        both = sorted([f"{group} (committed 3)", f"{other} (no committed offset)"])  # in name order
+        assert blocking_groups({tp0: 4}, commits, descriptions) == {tp0: both}
         assert admin.cluster_id() and admin.cluster_id() == admin.cluster_id()
         assert group in {g.group_id for g in admin.list_groups()}
         configs = admin.topic_configs([topic, unique("missing")])
