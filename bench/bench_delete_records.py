@@ -226,6 +226,6 @@ def main() -> None:
         notes=f"{PARTITIONS} partitions; guard None (offset -1), guard Consumed ({GROUPS} groups, committed "
         f"on every partition); single-node ebb-broker and Apache Kafka {version}; load average "
         f"{os.getloadavg()[0]:.1f}. Operator time: kubectl apply, watch delivery, planning (metadata, "
-        "ListOffsets x2, DescribeLogDirs), status writes, the guard (ListGroups, Metadata, then DescribeGroups "
-        "beside OffsetFetch), DeleteRecords, Events. Tool time is mostly JVM start.",
+        "ListOffsets x2, DescribeLogDirs), status writes, the guard (ListGroups, Metadata, then "
+        "DescribeGroups beside OffsetFetch), DeleteRecords, Events. Tool time is mostly JVM start.",
     )
