@@ -48,13 +48,26 @@ def _host(workdir: Path) -> dict[str, object]:
     ]
     return {
         "sysctls": {key: (Path("/proc/sys") / key).read_text().strip() for key in SYSCTLS},
-        "forward policy": [line for line in chains.splitlines() if line.startswith(":FORWARD ")][:1],
+        "forward policy": _forward_policy(chains),
         "own chains": sorted({w for w in chains.split() if w.startswith(("KUBE-", "CNI-"))}),
         "bridge": BRIDGE in links,
         "mounts below the node": [m for m in mounts.splitlines() if str(workdir) in m or str(RUN_DIR) in m],
         "processes on its containerd": shims,
         "pod cgroups": Path("/sys/fs/cgroup/memory/ebb-node").exists(),
     }
+
+
+def _forward_policy(chains: str) -> str:
+    """The filter table's FORWARD policy. A host that never loaded the filter table forwards everything:
+    that is ACCEPT, the policy the table gets when it is created (listing it, as the janitor's snapshot
+    does, creates it on nft-based iptables)."""
+    table = ""
+    for line in chains.splitlines():
+        if line.startswith("*"):
+            table = line[1:]
+        elif table == "filter" and line.startswith(":FORWARD "):
+            return line.split()[1]
+    return "ACCEPT"
 
 
 def _cmdline(proc: Path) -> bytes | None:
