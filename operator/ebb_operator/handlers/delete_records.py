@@ -347,10 +347,8 @@ async def measure_reclaimed(rt: Runtime, body: kopf.Body) -> None:
     sizes = await rt.admins.call(target.connection, lambda a: a.log_dir_sizes(tps))
     # Only the partitions cut: a partition the guard refused at the delete was measured before it too.
     # (An object planned by an operator before per-partition sizes has only the total.)
-    per_partition = [r.bytes_before for r in cut]
-    before = status.bytes_before or 0
-    if None not in per_partition:
-        before = sum(b for b in per_partition if b is not None)
+    known = [r.bytes_before for r in cut if r.bytes_before is not None]
+    before = sum(known) if len(known) == len(cut) else status.bytes_before or 0
     freed = max(0, before - sum(sizes.values()))
     if freed > (status.reclaimed_bytes or 0):
         metrics.BYTES_RECLAIMED.inc(freed - (status.reclaimed_bytes or 0))

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from kafka import TopicPartition as KpTopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, OffsetSpec
-from kafka.errors import KafkaError, LeaderNotAvailableError, UnknownTopicOrPartitionError, for_code
+from kafka.errors import KafkaError, LeaderNotAvailableError, for_code
 from kafka.protocol.admin import DeleteRecordsRequest
 
 from ebb_operator.kafka import offset_fetch
@@ -80,6 +80,10 @@ def per_item(
     return out
 
 
+def _missing_topic() -> KafkaFailure:
+    return KafkaFailure("UNKNOWN_TOPIC_OR_PARTITION", "topic does not exist", False)
+
+
 def _missing() -> KafkaFailure:
     return KafkaFailure("UNKNOWN_TOPIC_OR_PARTITION", "no answer for this partition", False)
 
@@ -119,9 +123,16 @@ class ClusterAdmin:
 
     def metadata(self, topics: Iterable[str] | None = None) -> ClusterMetadata:
         """Brokers and topics (all topics, or the ones named; internal topics left out)."""
+        found = self.topics(topics)
+        cluster = self._client.describe_cluster()
+        brokers = tuple(sorted(b["broker_id"] for b in cluster["brokers"]))
+        return ClusterMetadata(brokers, found)
+
+    def topics(self, topics: Iterable[str] | None = None) -> dict[str, TopicMetadata]:
+        """Topics and their partitions (all topics, or the ones named, a missing one with its failure;
+        internal topics left out): one Metadata request."""
         wanted = sorted(set(topics)) if topics is not None else None
         described = self._client.describe_topics(wanted) if wanted != [] else []
-        cluster = self._client.describe_cluster()
         out: dict[str, TopicMetadata] = {}
         for t in described:
             name = t["name"]
@@ -131,11 +142,8 @@ class ClusterAdmin:
             parts = tuple(sorted(p["partition_index"] for p in t.get("partitions") or []))
             out[name] = TopicMetadata(name, () if error else parts, error)
         for name in set(wanted or ()) - out.keys():
-            out[name] = TopicMetadata(
-                name, (), KafkaFailure("UNKNOWN_TOPIC_OR_PARTITION", "topic does not exist", False)
-            )
-        brokers = tuple(sorted(b["broker_id"] for b in cluster["brokers"]))
-        return ClusterMetadata(brokers, out)
+            out[name] = TopicMetadata(name, (), _missing_topic())
+        return out
 
     def offsets(
         self, partitions: Iterable[TopicPartition], at: str | int
@@ -191,13 +199,11 @@ class ClusterAdmin:
         the call (fail closed), except a topic that no longer exists: nothing of it can be deleted."""
         ids = list(dict.fromkeys(group_ids))
         wanted: dict[str, list[int]] = {}
-        names = sorted(set(topics))
-        for t in self._client.describe_topics(names) if names else []:
-            code = t.get("error_code") or 0
-            if code and for_code(code) is not UnknownTopicOrPartitionError:
-                raise KafkaCallError(_code_failure(code))
-            if not code and t["name"] in names:
-                wanted[t["name"]] = sorted(p["partition_index"] for p in t.get("partitions") or [])
+        for name, found in self.topics(topics).items():
+            if found.error is None:
+                wanted[name] = list(found.partitions)
+            elif found.error.code != _missing_topic().code:
+                raise KafkaCallError(found.error)
         if not offset_fetch.supported(self._client):
             commits = {
                 g: found if isinstance(found, KafkaFailure) else offset_fetch.commits_on(found, wanted)
@@ -284,9 +290,7 @@ class ClusterAdmin:
 
         def wrap(entries: Mapping[str, Any]) -> TopicConfigs:
             if not entries:  # every topic has configs: none at all is how a missing topic answers
-                return TopicConfigs(
-                    {}, KafkaFailure("UNKNOWN_TOPIC_OR_PARTITION", "topic does not exist", False)
-                )
+                return TopicConfigs({}, _missing_topic())
             return TopicConfigs(
                 {
                     name: ConfigValue(

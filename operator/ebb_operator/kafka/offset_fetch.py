@@ -268,9 +268,9 @@ async def fetch_async(
 ) -> dict[str, list[TopicCommits] | KafkaFailure]:
     """`fetch` as a coroutine on kafka-python's loop, to run beside another request of the same client.
 
-    Asking for named partitions bounds the answer by what a caller checks (the Consumed guard: the
-    partitions it cuts) instead of by everything the groups ever committed; a partition without a commit
-    is left out either way."""
+    Asking for named partitions bounds the answer by what a caller checks (the Consumed guard: every
+    partition of the topics it cuts) instead of by everything the groups ever committed; a partition
+    without a commit is left out either way."""
     wanted = list(dict.fromkeys(groups))
     coordinators = await client._find_coordinator_ids(wanted)
     by_node: dict[int, list[str]] = defaultdict(list)
