@@ -39,6 +39,7 @@ from pathlib import Path
 
 from ebb_broker.log import files
 from ebb_broker.log.errors import OffsetOutOfRangeError, PolicyViolationError
+from ebb_broker.log.file_handles import LazyFile
 from ebb_broker.log.local_log import LocalLog, ScheduleDelete, delete_now
 from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.log_loader import load_log
@@ -97,11 +98,13 @@ class AppendInfo:
 
 @dataclass(frozen=True)
 class FetchSlice:
-    """A byte range of a segment file the server may ``os.sendfile()``."""
+    """A byte range of a segment file the server may ``os.sendfile()``; ``file`` is the segment's own
+    descriptor (``LazyFile.hold()`` keeps it open while a response sends from it)."""
 
     path: Path
     position: int
     length: int
+    file: LazyFile
 
     def read_bytes(self) -> bytes:
         """The bytes; retention or the cleaner may have renamed the file to .deleted meanwhile."""
@@ -487,7 +490,7 @@ class Log:
                         break  # the limit lies in this segment: nothing below it is left
                     continue  # a compaction gap at the end of this segment: go on to the next one
                 pos, length = got
-                slices.append(FetchSlice(seg.log_path, pos, length))
+                slices.append(FetchSlice(seg.log_path, pos, length, seg.file))
                 remaining -= length
                 end = seg.size if max_position is None else max_position
                 if remaining <= 0 or pos + length < end or (max_position is not None):
