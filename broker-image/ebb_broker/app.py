@@ -167,6 +167,7 @@ async def run(options: BrokerOptions) -> None:
         authorizer,
     )
     broker.dynamic_config = dynamic_config
+    metrics.watch_fetch_purgatory(broker.fetches)
     broker.transactions = transactions
     metrics.watch_partitions(
         lambda: (

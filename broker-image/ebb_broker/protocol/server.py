@@ -14,8 +14,10 @@ No single client can take the broker down or starve the others (Kafka's SocketSe
   before the body: an unknown key or version closes the connection (ApiVersions answers any version).
 - `queued.max.request.bytes` bounds the request bytes held across all connections; when it is spent a
   connection waits before reading its next body (Kafka mutes the channel), it is never closed for it.
-- `connections.max.idle.ms` closes connections that neither sent a whole request nor had one in progress
-  for that long (a client that trickles a frame byte by byte counts as idle).
+- `connections.max.idle.ms` closes connections on which no whole request was read and no response bytes
+  were written for that long, as Kafka's Selector measures idleness (no I/O): a request parked in the
+  fetch purgatory and a response the client does not read count as idle (closing frees what they hold),
+  a handler at work does not; a client that trickles a frame byte by byte counts as idle too.
 A frame that is malformed or a handler that fails closes that connection only, with a log line: other
 clients and the stored data are never touched, because decoding happens before any handler runs.
 """
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ebb_broker.protocol.apis import api_versions
-from ebb_broker.protocol.context import Broker, RequestContext, Session
+from ebb_broker.protocol.context import Activity, Broker, RequestContext, Session
 from ebb_broker.protocol.encoded import EncodedBody
 from ebb_broker.protocol.registry import ApiSpec, lookup
 from ebb_broker.protocol.zero_copy import (
@@ -130,9 +132,8 @@ class Connection:
     listener: Listener
     session: Session
     writer: asyncio.StreamWriter
-    last_active: float
+    activity: Activity
     task: asyncio.Task[None] | None = None
-    busy: bool = False  # a request is being handled (a long-poll fetch or a join is not idleness)
 
 
 class KafkaServer:
@@ -262,14 +263,19 @@ class KafkaServer:
                     metrics.connections_rejected.labels("authentication").inc()
                     writer.close()
                     return
-            conn = Connection(lst, session, writer, loop.time(), asyncio.current_task())
+            conn = Connection(lst, session, writer, Activity(loop.time()), asyncio.current_task())
             self._connections.add(conn)
             metrics.connections.inc()
             try:
                 await self._serve(conn, reader)
             finally:
                 metrics.connections.dec()
-                writer.close()
+                if transport.get_write_buffer_size():
+                    # A client that stopped reading (closed as idle, or at shutdown): close() would wait
+                    # for it to take the rest first; Kafka closes the channel and drops the response.
+                    transport.abort()
+                else:
+                    writer.close()
                 with contextlib.suppress(Exception):
                     await writer.wait_closed()
         except asyncio.CancelledError:
@@ -291,7 +297,7 @@ class KafkaServer:
             await asyncio.sleep(min(max(idle / 4, 0.05), 10))
             now = loop.time()
             for conn in list(self._connections):
-                if not conn.busy and now - conn.last_active > idle and conn.task is not None:
+                if not conn.activity.working and now - conn.activity.last > idle and conn.task is not None:
                     log.info(
                         "closing connection from %s: idle for more than connections.max.idle.ms (%d)",
                         conn.session.client_host,
@@ -305,7 +311,6 @@ class KafkaServer:
     async def _serve(self, conn: Connection, reader: asyncio.StreamReader) -> None:
         metrics = self.broker.metrics
         peer = conn.writer.get_extra_info("peername")
-        loop = asyncio.get_running_loop()
         assert self._pool is not None
         while True:
             try:
@@ -342,7 +347,8 @@ class KafkaServer:
                     body = await reader.readexactly(size - _HEADER.size)
                 except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
                     return
-                conn.busy = True
+                conn.activity.touch()
+                conn.activity.working = True
                 metrics.bytes_in.inc(4 + size)
                 try:
                     if spec is None:
@@ -355,17 +361,16 @@ class KafkaServer:
                     metrics.connections_rejected.labels("bad_request").inc()
                     return
             finally:
+                conn.activity.working = False  # writing: a client that does not read is idle
                 await self._pool.release(size)
             if out is not None:
                 metrics.bytes_out.inc(sum(part_length(p) for p in out))
                 try:
-                    await write_parts(conn.writer, out)
+                    await write_parts(conn.writer, out, conn.activity.touch)
                 except (ConnectionError, ssl.SSLError):
                     return
             if conn.session.close_after_response:
                 return
-            conn.busy = False
-            conn.last_active = loop.time()
 
     def _admit(self, conn: Connection, api_key: int, api_version: int) -> ApiSpec | None:
         """Check the header's API key and version before the body is read; None = ApiVersions at a
@@ -402,6 +407,7 @@ class KafkaServer:
             client_id=getattr(header, "client_id", None),
             client_host=conn.session.client_host,
             session=conn.session,
+            activity=conn.activity,
         )
         started = time.perf_counter()
         try:

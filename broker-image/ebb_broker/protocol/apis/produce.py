@@ -94,7 +94,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     topics = broker.logs.topics()
     unwritable = denied(ctx, Op.WRITE, TOPIC, (t.name for t in request.topic_data))
     responses = []
-    appended = False
+    appended: list[tuple[str, int]] = []
     for t in request.topic_data:
         parts = []
         for p in t.partition_data:
@@ -118,7 +118,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 try:
                     info = broker.logs.get_log(t.name, p.index).append(p.records or b"")
                     base, append_time, start = info.base_offset, info.log_append_time, info.log_start_offset
-                    appended = True
+                    appended.append((t.name, p.index))
                 except RecordValidationError as exc:  # KIP-467: name the refused records
                     err, msg = error_code(exc), str(exc)
                     record_errors = [
@@ -141,8 +141,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 )
             )
         responses.append(T(name=t.name, partition_responses=parts))
-    if appended:
-        broker.appended.notify()
+    broker.fetches.complete(appended)
     if request.acks == 0:
         return None
     return ctx.response(responses=responses, throttle_time_ms=0)
