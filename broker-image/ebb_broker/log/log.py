@@ -245,9 +245,22 @@ class Log:
 
     # -- append -------------------------------------------------------------------------------------------
 
+    def validate(
+        self, records: bytes | memoryview, *, origin: AppendOrigin = AppendOrigin.CLIENT
+    ) -> ValidatedBatch:
+        """What ``append`` checks first, alone: no lock, no state, so a large batch can be validated on a
+        worker thread and appended afterwards (``append(validated)``)."""
+        return validate_records(
+            records,
+            self.config,
+            now_ms=self._local.clock(),
+            topic_partition=f"{self.topic}-{self.partition}",
+            origin=origin,
+        )
+
     def append(
         self,
-        records: bytes | memoryview,
+        records: bytes | memoryview | ValidatedBatch,
         *,
         now_ms: int | None = None,
         origin: AppendOrigin = AppendOrigin.CLIENT,
@@ -260,16 +273,21 @@ class Log:
         ``validator.validate_records`` checks the batch record by record (raising CorruptRecordError,
         InvalidRecordError, RecordValidationError or RecordTooLargeError);
         the idempotent-producer and transaction checks follow. Nothing is written unless everything passes.
+        A batch ``validate`` already checked is not checked again.
         """
         return self._append(records, now_ms, origin)[0]
 
     def _append(
-        self, records: bytes | memoryview, now_ms: int | None, origin: AppendOrigin
+        self, records: bytes | memoryview | ValidatedBatch, now_ms: int | None, origin: AppendOrigin
     ) -> tuple[AppendInfo, CompletedTxn | None]:
         config = self.config
         now = now_ms if now_ms is not None else self._local.clock()
-        batch = validate_records(
-            records, config, now_ms=now, topic_partition=f"{self.topic}-{self.partition}", origin=origin
+        batch = (
+            records
+            if isinstance(records, ValidatedBatch)
+            else validate_records(
+                records, config, now_ms=now, topic_partition=f"{self.topic}-{self.partition}", origin=origin
+            )
         )
         header = batch.header
         append_time = config.message_timestamp_type == "LogAppendTime"

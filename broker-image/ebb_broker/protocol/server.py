@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import socket
 import ssl
@@ -56,6 +57,8 @@ MAX_REQUEST_BYTES = 104_857_600
 _HEADER = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
 _INT_MAX = 2**31 - 1
+# Frames from which decoding runs off the event loop (below it, the thread hop costs more than it saves).
+OFF_LOOP_BYTES = 1 << 20
 # ApiVersions, SaslHandshake, SaslAuthenticate: all a SASL connection may send before it authenticated.
 _BEFORE_AUTHENTICATION = frozenset({18, 17, 36})
 
@@ -394,8 +397,10 @@ class KafkaServer:
     async def _dispatch(
         self, conn: Connection, spec: ApiSpec, frame: bytes, api_version: int, correlation_id: int
     ) -> list[Part] | None:
+        decode = functools.partial(spec.messages.request.decode, frame, version=api_version, header=True)
         try:
-            request = spec.messages.request.decode(frame, version=api_version, header=True)
+            # A large frame (a big produce) is decoded on a worker thread: other clients are served meanwhile.
+            request = await asyncio.to_thread(decode) if len(frame) >= OFF_LOOP_BYTES else decode()
         except Exception as exc:  # the codec raises many types on garbage; all mean "malformed"
             raise BadFrameError(f"malformed {spec.name} v{api_version} request: {exc!r}") from exc
         header = request.header
