@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from scramp import ScramClient
 
+from ebb_broker.security import credentials
 from ebb_broker.security.credentials import (
     CredentialStore,
     Deletion,
@@ -105,6 +106,25 @@ def test_a_changed_credential_ends_plain_with_the_old_password(tmp_path: Path) -
     assert store.verify_password("alice", "x")  # SCRAM-SHA-256 still holds the start password
     store.apply([], [Deletion("alice", "SCRAM-SHA-256")])
     assert not store.verify_password("alice", "x")
+
+
+def test_known_and_unknown_plain_users_cost_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same HMACs for a known user, an unknown one and a SCRAM-only one: the answer's timing tells
+    nothing of who exists."""
+    store = _store(tmp_path, parse_add_scram("SCRAM-SHA-256=[name=alice,password=s3cret]"))
+    salted = hi("SCRAM-SHA-512", b"b0b", SALT, 4096)
+    store.apply(
+        [Upsertion("bob", "SCRAM-SHA-512", credential_from_salted("SCRAM-SHA-512", SALT, salted, 4096))], []
+    )
+    calls: list[str] = []
+    real = credentials._plain_digest
+    monkeypatch.setattr(credentials, "_plain_digest", lambda salt, pw: calls.append(pw) or real(salt, pw))
+    work = []
+    for user in ("alice", "bob", "mallory"):
+        calls.clear()
+        store.verify_password(user, "guess")
+        work.append(len(calls))
+    assert work == [2, 2, 2]
 
 
 def test_store_persists_privately_and_applies_batches(tmp_path: Path) -> None:
