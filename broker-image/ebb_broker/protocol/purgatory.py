@@ -28,7 +28,7 @@ class FetchPurgatory:
 
     @property
     def size(self) -> int:
-        """How many fetches are parked (Kafka's PurgatorySize of the Fetch purgatory)."""
+        """How many fetches are parked (Kafka's NumDelayedOperations of the Fetch purgatory)."""
         return self._parked
 
     async def wait(self, partitions: Collection[TopicPartition], seconds: float) -> None:

@@ -8,6 +8,9 @@ placeholders and, for each placeholder, `loop.sendfile()`s the engine's FetchSli
 under the hood), so segment bytes never pass through Python. (A placeholder as long as the records,
 as before, cost four copies of every megabyte fetched: about two thirds of the broker's CPU per
 fetch.) Transports without sendfile support get the slices read into memory instead.
+
+The descriptors are the segments' own, held in the process's bounded cache (log.file_handles) until the
+response is written: a response opens no file, however many partitions it names or repeats.
 """
 
 from __future__ import annotations
