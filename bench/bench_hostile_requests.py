@@ -4,7 +4,7 @@ Both brokers run on this machine with their defaults, measured in turn within ea
 
 - `produce, nothing parked`: EBB_BENCH_ROUNDS single-record produce round trips (confluent-kafka, acks=1,
   linger.ms=0) to a topic nobody fetches; the latency percentiles and the broker's CPU per produce.
-- `produce, 4 fetches x 20,000 repeats parked`: the same while four connections each hold a Fetch v11
+- `produce, 4 fetches x 20,000 repeats parked`: the same while four connections each hold a Fetch v12
   naming one empty partition of another topic 20,000 times, with max_wait_ms 60,000 (the request of
   issue 25: on ebb-broker before the purgatory was keyed by partition, every produce woke and re-read all
   of them).
@@ -34,19 +34,18 @@ from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.fetch import FetchResponse
 
 from bench.brokers import cpu_seconds, kafka_available, ratio
 from bench.report import emit
 from harness.ebb_broker import EbbBroker
-from tests.compat.wire import Wire
+from tests.compat.wire import FETCH_VERSION, Wire, fetch_request
 
 ROUNDS = int(os.environ.get("EBB_BENCH_ROUNDS", "1000"))
 IDLE_SECONDS = float(os.environ.get("EBB_BENCH_IDLE_SECONDS", "5"))
 REPEATS = 20_000
 MANY = 500
 MAX_WAIT_MS = 60_000
-F = FetchRequest[11]
 BUSY, PARKED, DATA = "busy", "parked", "data"  # produced to; fetched and empty; one 1 KB record
 
 
@@ -73,33 +72,15 @@ def _kafka(work: Path) -> Iterator[Target]:
 
 
 def _fetch_frame(wire: Wire, topic: str, repeats: int, max_wait_ms: int) -> bytes:
-    request = F(
-        replica_id=-1,
+    request = fetch_request(
+        topic,
+        [(0, 0)] * repeats,
         max_wait_ms=max_wait_ms,
         min_bytes=1,
         max_bytes=50 * 1024 * 1024,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=[
-            F.FetchTopic(
-                topic=topic,
-                partitions=[
-                    F.FetchTopic.FetchPartition(
-                        partition=0,
-                        current_leader_epoch=-1,
-                        fetch_offset=0,
-                        log_start_offset=-1,
-                        partition_max_bytes=1024 * 1024,
-                    )
-                ]
-                * repeats,
-            )
-        ],
-        forgotten_topics_data=[],
-        rack_id="",
+        partition_max_bytes=1024 * 1024,
     )
-    return wire.frame(request, 11)
+    return wire.frame(request, FETCH_VERSION)
 
 
 def _topics(t: Target, *names: str) -> None:
@@ -168,7 +149,7 @@ def _duplicate_fetches(t: Target, topic: str, row: dict[str, Any]) -> None:
             size = len(body)
         row["cpu_us_per_op"] = (cpu_seconds(t.pid) - before) * 1e6 / rounds
         _latency(seconds, row)
-        response = FetchResponse.decode(body, version=11, header=True)
+        response = FetchResponse.decode(body, version=FETCH_VERSION, header=True)
         row["partitions_answered"] = float(sum(len(x.partitions) for x in response.responses))
         row["response_bytes"] = float(size)
         row["request_bytes"] = len(frame)

@@ -10,11 +10,10 @@ import select
 import socket
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
-from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.fetch import FetchResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
 from harness.bounded import until
@@ -22,57 +21,22 @@ from harness.ebb_broker import EbbBroker
 from harness.ports import free_port
 from tests.compat.clients import CLIENTS
 from tests.compat.conftest import FAST_BROKER, Side
-from tests.compat.wire import Wire
+from tests.compat.wire import FETCH_VERSION, Wire, fetch_request
 from tests.record_batches import raw_batch, record
 
-F = FetchRequest[11]
 P = ProduceRequest[9]
 INT_MAX = 2**31 - 1
 MB = 1024 * 1024
 
 
-def _fetch(
-    wire: Wire,
-    topic: str,
-    partitions: list[tuple[int, int]],
-    *,
-    max_wait_ms: int = 0,
-    min_bytes: int = 0,
-    max_bytes: int = 64 * MB,
-) -> None:
-    """Send a Fetch v11 for (partition, offset) pairs, in that order, duplicates and all."""
-    request = F(
-        replica_id=-1,
-        max_wait_ms=max_wait_ms,
-        min_bytes=min_bytes,
-        max_bytes=max_bytes,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=[
-            F.FetchTopic(
-                topic=topic,
-                partitions=[
-                    F.FetchTopic.FetchPartition(
-                        partition=p,
-                        current_leader_epoch=-1,
-                        fetch_offset=offset,
-                        log_start_offset=-1,
-                        partition_max_bytes=max_bytes,
-                    )
-                    for p, offset in partitions
-                ],
-            )
-        ],
-        forgotten_topics_data=[],
-        rack_id="",
-    )
-    wire.send_raw(wire.frame(request, 11))
+def _fetch(wire: Wire, topic: str, partitions: list[tuple[int, int]], **limits: int) -> None:
+    """Send a Fetch for (partition, offset) pairs, in that order, duplicates and all."""
+    wire.send_raw(wire.frame(fetch_request(topic, partitions, **limits), FETCH_VERSION))
 
 
 def _response(wire: Wire) -> list[tuple[int, int, int]]:
-    """(partition, error, record bytes) of each partition of a one-topic Fetch v11 response."""
-    response = FetchResponse.decode(wire.recv_frame(), version=11, header=True)
+    """(partition, error, record bytes) of each partition of a one-topic Fetch response."""
+    response = FetchResponse.decode(wire.recv_frame(), version=FETCH_VERSION, header=True)
     return [
         (p.partition_index, p.error_code, len(p.records or b""))
         for t in response.responses
@@ -137,25 +101,12 @@ def _megabyte_batches(wire: Wire, topic: str, partition: int, count: int) -> Non
         _produced(_produce(wire, topic, partition, batch))
 
 
-def _start(tmp_path: Path, name: str, configs: dict[str, str], **kw: object) -> EbbBroker:
-    return EbbBroker(
-        tmp_path / name,
-        configs={**FAST_BROKER, **configs},
-        metrics_port=free_port(),
-        log_dir=tmp_path / f"{name}-logs",
-        **kw,  # type: ignore[arg-type]
-    ).start()
-
-
 @pytest.fixture(scope="module")
 def isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EbbBroker]:
     """A broker under ulimit -n 512 (256 descriptors for segment files) that takes 21 MB batches."""
-    b = _start(
-        tmp_path_factory.mktemp("isolation"),
-        "data",
-        {"message.max.bytes": str(21 * MB), "num.partitions": "2"},
-        nofile=512,
-    )
+    root = tmp_path_factory.mktemp("isolation")
+    configs = {**FAST_BROKER, "message.max.bytes": str(21 * MB)}
+    b = EbbBroker(root / "data", configs=configs, metrics_port=free_port(), nofile=512).start()
     yield b
     assert b.stop() == 0
 
@@ -270,36 +221,33 @@ def test_a_large_produce_is_validated_while_others_are_served(isolated: EbbBroke
         small_wire.close()
 
 
-def test_idle_connections_end_parked_fetches_and_unread_responses(tmp_path: Path) -> None:
+def test_idle_connections_end_parked_fetches_and_unread_responses(
+    broker_factory: Callable[..., EbbBroker],
+) -> None:
     """As Kafka's Selector measures idleness (no bytes moved): a connection parked in a fetch and one whose
     8 MB response is never read are closed after connections.max.idle.ms, and what they held is freed."""
-    b = _start(tmp_path, "idle", {"connections.max.idle.ms": "1000"})
+    b = broker_factory({"connections.max.idle.ms": "1000"})
+    topic = f"idle-{uuid.uuid4().hex[:8]}"
+    CLIENTS["confluent-kafka"](b.bootstrap).create_topic(topic, partitions=2)  # its connections go with it
+    filler = Wire(b.bootstrap, timeout=30)
     try:
-        topic = f"idle-{uuid.uuid4().hex[:8]}"
-        CLIENTS["confluent-kafka"](b.bootstrap).create_topic(topic, partitions=2)
-        filler = Wire(b.bootstrap, timeout=30)
-        try:
-            _megabyte_batches(filler, topic, 1, 8)
-        finally:
-            filler.close()
-        before = _open_files(b)
-        parked, unread = Wire(b.bootstrap), _unread(b)
-        try:
-            _fetch(parked, topic, [(0, 0)], max_wait_ms=INT_MAX, min_bytes=1)
-            _fetch(unread, topic, [(1, 0)])
-            until("the fetch parked", lambda: b.metric("ebb_fetch_purgatory_size") == 1)
-            # Not a byte is read until the broker closed both (reading would be activity).
-            until(
-                "both closed as idle",
-                lambda: b.metric("ebb_connections_closed_by_broker_total", reason="idle") >= 2,
-            )
-            assert parked.closed_by_peer(timeout=15)
-            assert _ends(unread)
-        finally:
-            parked.close()
-            unread.close()
-        assert b.metric("ebb_fetch_purgatory_size") == 0
-        assert b.metric("ebb_connections_closed_by_broker_total", reason="idle") >= 2
-        until("the descriptors given back", lambda: _open_files(b) <= before)
+        _megabyte_batches(filler, topic, 1, 8)
     finally:
-        assert b.stop() == 0
+        filler.close()
+    until("every other connection gone", lambda: b.metric("ebb_connections") == 0)
+    before, idle = _open_files(b), b.metric("ebb_connections_closed_by_broker_total", reason="idle")
+    parked, unread = Wire(b.bootstrap), _unread(b)
+    try:
+        _fetch(parked, topic, [(0, 0)], max_wait_ms=INT_MAX, min_bytes=1)
+        _fetch(unread, topic, [(1, 0)])
+        until("the fetch parked", lambda: b.metric("ebb_fetch_purgatory_size") == 1)
+        # Not a byte is read until the broker closed both (reading would be activity).
+        until("both closed by the broker", lambda: b.metric("ebb_connections") == 0)
+        assert b.metric("ebb_connections_closed_by_broker_total", reason="idle") == idle + 2
+        assert b.metric("ebb_fetch_purgatory_size") == 0
+        assert parked.closed_by_peer(timeout=15)
+        assert _ends(unread)
+    finally:
+        parked.close()
+        unread.close()
+    until("the descriptors given back", lambda: _open_files(b) <= before)
