@@ -103,9 +103,10 @@ def _megabyte_batches(wire: Wire, topic: str, partition: int, count: int) -> Non
 
 @pytest.fixture(scope="module")
 def isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EbbBroker]:
-    """A broker under ulimit -n 512 (256 descriptors for segment files) that takes 21 MB batches."""
+    """A broker under ulimit -n 512 (256 descriptors for segment files) that takes 21 MB batches and
+    answers at most 7 MB per fetch."""
     root = tmp_path_factory.mktemp("isolation")
-    configs = {**FAST_BROKER, "message.max.bytes": str(21 * MB)}
+    configs = {**FAST_BROKER, "message.max.bytes": str(21 * MB), "fetch.max.bytes": str(7 * MB)}
     b = EbbBroker(root / "data", configs=configs, metrics_port=free_port(), nofile=512).start()
     yield b
     assert b.stop() == 0
@@ -162,8 +163,8 @@ def test_parked_fetches_wake_only_for_their_partitions(isolated: EbbBroker) -> N
 
 def test_fetch_responses_hold_no_descriptor_of_their_own(isolated: EbbBroker) -> None:
     """A fetch naming one partition 1,700 times (the 47 KB request that took the broker to its descriptor
-    limit) and ten 8 MB responses nobody reads: the broker's open files grow by their sockets only, and
-    a new client is served as usual."""
+    limit) and ten 7 MB responses nobody reads (10 MB asked, fetch.max.bytes=7 MB): the broker's open
+    files grow by their sockets only, a new client is served as usual, and the responses are whole."""
     b = isolated
     topic = f"fds-{uuid.uuid4().hex[:8]}"
     c = CLIENTS["confluent-kafka"](b.bootstrap)
@@ -185,6 +186,9 @@ def test_fetch_responses_hold_no_descriptor_of_their_own(isolated: EbbBroker) ->
         assert _open_files(b) <= before + len(wires) + 2
         c.produce(topic, [(None, b"still served")], partition=0)
         assert [r.value for r in c.fetch_at(topic, 0, 1)] == [b"still served"]
+        ((partition, error, size),) = _response(wires[0])
+        assert (partition, error) == (0, 0) and size > 4000
+        assert _response(wires[1]) == [(1, 0, 7 * MB)]
     finally:
         for w in wires:
             w.close()
