@@ -94,6 +94,10 @@ class FileRecords:
             self.close()
             raise
         self.length = sum(c.length if isinstance(c, _HeldSlice) else len(c) for c in self.chunks)
+        if self.inline:  # encoded into the response itself: nothing to hold until it is written
+            data = self.read()
+            self.close()
+            self.chunks = [data]
 
     def close(self) -> None:
         chunks, self.chunks = self.chunks, []
