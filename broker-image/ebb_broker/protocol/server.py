@@ -43,6 +43,7 @@ from ebb_broker.protocol.zero_copy import (
     FileRecords,
     Part,
     ZeroCopyResponse,
+    close_parts,
     part_length,
     split,
     write_parts,
@@ -345,33 +346,38 @@ class KafkaServer:
                 metrics.connections_rejected.labels("bad_request").inc()
                 return
             await self._pool.reserve(size)
+            out: list[Part] | None = None
             try:
                 try:
-                    body = await reader.readexactly(size - _HEADER.size)
-                except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
-                    return
-                conn.activity.touch()
-                conn.activity.working = True
-                metrics.bytes_in.inc(4 + size)
-                try:
-                    if spec is None:
-                        # Any ApiVersions version is accepted; an unknown one gets a v0 body (KIP-511).
-                        out: list[Part] | None = [api_versions.unsupported_version_response(correlation_id)]
-                    else:
-                        out = await self._dispatch(conn, spec, prefix + body, api_version, correlation_id)
-                except BadFrameError as exc:
-                    log.warning("closing connection from %s: %s", peer, exc)
-                    metrics.connections_rejected.labels("bad_request").inc()
-                    return
+                    try:
+                        body = await reader.readexactly(size - _HEADER.size)
+                    except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+                        return
+                    conn.activity.touch()
+                    conn.activity.working = True
+                    metrics.bytes_in.inc(4 + size)
+                    try:
+                        if spec is None:
+                            # Any ApiVersions version is accepted; an unknown one gets a v0 body (KIP-511).
+                            out = [api_versions.unsupported_version_response(correlation_id)]
+                        else:
+                            out = await self._dispatch(conn, spec, prefix + body, api_version, correlation_id)
+                    except BadFrameError as exc:
+                        log.warning("closing connection from %s: %s", peer, exc)
+                        metrics.connections_rejected.labels("bad_request").inc()
+                        return
+                finally:
+                    conn.activity.working = False  # writing: a client that does not read is idle
+                    await self._pool.release(size)
+                if out is not None:
+                    metrics.bytes_out.inc(sum(part_length(p) for p in out))
+                    try:
+                        await write_parts(conn.writer, out, conn.activity.touch)
+                    except (ConnectionError, ssl.SSLError):
+                        return
             finally:
-                conn.activity.working = False  # writing: a client that does not read is idle
-                await self._pool.release(size)
-            if out is not None:
-                metrics.bytes_out.inc(sum(part_length(p) for p in out))
-                try:
-                    await write_parts(conn.writer, out, conn.activity.touch)
-                except (ConnectionError, ssl.SSLError):
-                    return
+                if out is not None:
+                    close_parts(out)  # a response never written (the connection closed) holds no file
             if conn.session.close_after_response:
                 return
 
@@ -441,10 +447,14 @@ def encode_response(response: Any, api_version: int, correlation_id: int) -> lis
     files: list[FileRecords] = []
     if isinstance(response, ZeroCopyResponse):
         response, files = response.body, response.files
-    response.with_header(correlation_id=correlation_id)
-    # The body was built at `api_version` (ctx.response); passing version= again would make
-    # kafka-python try to stamp it into a request header.
-    encoded = bytes(response.encode(header=True, framed=True))
-    if not files:
-        return [encoded]
-    return split(encoded, files, flexible=type(response).flexible_version_q(api_version))
+    try:
+        response.with_header(correlation_id=correlation_id)
+        # The body was built at `api_version` (ctx.response); passing version= again would make
+        # kafka-python try to stamp it into a request header.
+        encoded = bytes(response.encode(header=True, framed=True))
+        if not files:
+            return [encoded]
+        return split(encoded, files, flexible=type(response).flexible_version_q(api_version))
+    except BaseException:
+        close_parts(list(files))
+        raise

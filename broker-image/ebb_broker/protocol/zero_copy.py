@@ -223,9 +223,14 @@ async def write_parts(
         await writer.drain()
         progress()
     finally:
-        for part in parts:
-            if isinstance(part, FileRecords):
-                part.close()
+        close_parts(parts)
+
+
+def close_parts(parts: list[Part]) -> None:
+    """Give back what the file parts hold (again is harmless: write_parts does it when done)."""
+    for part in parts:
+        if isinstance(part, FileRecords):
+            part.close()
 
 
 async def _write(writer: asyncio.StreamWriter, data: bytes | bytearray, progress: Callable[[], None]) -> None:
