@@ -59,7 +59,7 @@ _HEADER = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
 _INT_MAX = 2**31 - 1
 # Frames from which decoding runs off the event loop (below it, the thread hop costs more than it saves).
-OFF_LOOP_BYTES = 1 << 20
+OFF_LOOP_BYTES = 256 * 1024
 # ApiVersions, SaslHandshake, SaslAuthenticate: all a SASL connection may send before it authenticated.
 _BEFORE_AUTHENTICATION = frozenset({18, 17, 36})
 
