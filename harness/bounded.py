@@ -4,13 +4,17 @@ librdkafka's `Consumer.close()` leaves the group and waits for the rebalance to 
 the coordinator never answers (or a rebalance callback is stuck) it blocks without a bound, and a
 signal-based test timeout cannot interrupt it. `close_within` runs the call on a daemon thread and gives
 up after a bound: the test fails with a clear message instead of holding the run (the abandoned thread
-dies with the process).
+dies with the process). `until` polls for an event a test can only observe by asking, within a bound.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Protocol
+import time
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Closeable(Protocol):
@@ -38,3 +42,16 @@ def close_within(client: Closeable, seconds: float = 20.0, *, what: str = "clien
         raise BlockedCallError(f"{what}.close() did not return within {seconds:.0f} s (blocked in C?)")
     if errors:
         raise errors[0]
+
+
+def until(what: str, check: Callable[[], T | None], timeout: float = 30.0, interval: float = 0.05) -> T:
+    """Poll ``check`` until it returns something truthy, and return that; TimeoutError naming ``what``
+    after ``timeout`` seconds (for events a test can only observe by asking: a metric, a file)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not {what} after {timeout:.0f} s (last: {got!r})")
+        time.sleep(interval)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -44,6 +45,8 @@ from ebb_broker.shutdown import Shutdown
 log = logging.getLogger("ebb_broker")
 
 CLUSTER_ID_FILE = "meta.properties"
+# The GIL switch interval (sys.setswitchinterval; Python's default is 5 ms): see run().
+SWITCH_INTERVAL_SECONDS = 0.001
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,11 @@ async def run(options: BrokerOptions) -> None:
     # The loop's worker threads (asyncio.to_thread): its own executor, so shutdown can bound joining them.
     workers = ThreadPoolExecutor(thread_name_prefix="ebb-worker")
     loop.set_default_executor(workers)
+    # The loop shares the GIL with those threads (a large produce's validation, retention, the cleaner):
+    # each time it gives the GIL up (every socket call) it may wait a whole switch interval to get it
+    # back. 1 ms instead of 5 cut what a 19 MB produce's validation costs other clients from 168 ms to
+    # 69 ms at most; with only the loop running it changes nothing.
+    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     timer = LoopTimer(loop)
     groups = GroupCoordinator(
         OffsetsStore(logs, config.offsets_topic_num_partitions),
@@ -167,6 +175,7 @@ async def run(options: BrokerOptions) -> None:
         authorizer,
     )
     broker.dynamic_config = dynamic_config
+    metrics.watch_fetch_purgatory(broker.fetches)
     broker.transactions = transactions
     metrics.watch_partitions(
         lambda: (

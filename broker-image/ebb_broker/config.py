@@ -214,6 +214,8 @@ class BrokerConfig(KafkaStyleConfig):
     max_connections: KafkaInt = Field(2**31 - 1, alias="max.connections", ge=0)
     max_connections_per_ip: KafkaInt = Field(2**31 - 1, alias="max.connections.per.ip", ge=0)
     max_connections_per_ip_overrides: str = Field("", alias="max.connections.per.ip.overrides")
+    # The most a Fetch response carries, whatever the request's max_bytes says (Kafka's, 55 MiB).
+    fetch_max_bytes: KafkaInt = Field(57_671_680, alias="fetch.max.bytes", ge=1024)
     # Ebb: the most partitions this broker holds (every topic, __consumer_offsets included); creation past
     # it, or past what the descriptor limit allows, is refused before anything is written.
     max_partitions: KafkaInt = Field(10_000, alias="max.partitions", ge=1)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 
@@ -34,6 +34,25 @@ class _PartitionCollector(Collector):
         yield size
         yield start
         yield hw
+
+
+class _PurgatoryCollector(Collector):
+    """The fetch purgatory's figures (protocol.purgatory.FetchPurgatory), read at scrape time."""
+
+    def __init__(self, purgatory: Any):
+        self._purgatory = purgatory
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        yield GaugeMetricFamily(
+            "ebb_fetch_purgatory_size",
+            "Fetch requests parked until records arrive (Kafka's Fetch purgatory, NumDelayedOperations)",
+            value=self._purgatory.size,
+        )
+        yield CounterMetricFamily(
+            "ebb_fetch_purgatory_wakeups",
+            "Parked fetches woken by an append to one of their partitions",
+            value=self._purgatory.wakeups,
+        )
 
 
 class BrokerMetrics:
@@ -89,6 +108,10 @@ class BrokerMetrics:
 
     def watch_partitions(self, partitions: Callable[[], Iterable[tuple[str, int, Any]]]) -> None:
         self.registry.register(_PartitionCollector(partitions))
+
+    def watch_fetch_purgatory(self, purgatory: Any) -> None:
+        """Parked fetches (``size``) and how many appends woke one (``wakeups``), read at scrape time."""
+        self.registry.register(_PurgatoryCollector(purgatory))
 
     def serve(self, host: str, port: int) -> None:
         """Expose /metrics over HTTP on a daemon thread."""

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from ebb_broker.log import files
 from ebb_broker.log.errors import OffsetOutOfRangeError, PolicyViolationError
+from ebb_broker.log.file_handles import LazyFile
 from ebb_broker.log.local_log import LocalLog, ScheduleDelete, delete_now
 from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.log_loader import load_log
@@ -97,11 +98,13 @@ class AppendInfo:
 
 @dataclass(frozen=True)
 class FetchSlice:
-    """A byte range of a segment file the server may ``os.sendfile()``."""
+    """A byte range of a segment file the server may ``os.sendfile()``; ``file`` is the segment's own
+    descriptor (``LazyFile.hold()`` keeps it open while a response sends from it)."""
 
     path: Path
     position: int
     length: int
+    file: LazyFile
 
     def read_bytes(self) -> bytes:
         """The bytes; retention or the cleaner may have renamed the file to .deleted meanwhile."""
@@ -242,9 +245,22 @@ class Log:
 
     # -- append -------------------------------------------------------------------------------------------
 
+    def validate(
+        self, records: bytes | memoryview, *, origin: AppendOrigin = AppendOrigin.CLIENT
+    ) -> ValidatedBatch:
+        """What ``append`` checks first, alone: no lock, no state, so a large batch can be validated on a
+        worker thread and appended afterwards (``append(validated)``)."""
+        return validate_records(
+            records,
+            self.config,
+            now_ms=self._local.clock(),
+            topic_partition=f"{self.topic}-{self.partition}",
+            origin=origin,
+        )
+
     def append(
         self,
-        records: bytes | memoryview,
+        records: bytes | memoryview | ValidatedBatch,
         *,
         now_ms: int | None = None,
         origin: AppendOrigin = AppendOrigin.CLIENT,
@@ -257,16 +273,21 @@ class Log:
         ``validator.validate_records`` checks the batch record by record (raising CorruptRecordError,
         InvalidRecordError, RecordValidationError or RecordTooLargeError);
         the idempotent-producer and transaction checks follow. Nothing is written unless everything passes.
+        A batch ``validate`` already checked is not checked again.
         """
         return self._append(records, now_ms, origin)[0]
 
     def _append(
-        self, records: bytes | memoryview, now_ms: int | None, origin: AppendOrigin
+        self, records: bytes | memoryview | ValidatedBatch, now_ms: int | None, origin: AppendOrigin
     ) -> tuple[AppendInfo, CompletedTxn | None]:
         config = self.config
         now = now_ms if now_ms is not None else self._local.clock()
-        batch = validate_records(
-            records, config, now_ms=now, topic_partition=f"{self.topic}-{self.partition}", origin=origin
+        batch = (
+            records
+            if isinstance(records, ValidatedBatch)
+            else validate_records(
+                records, config, now_ms=now, topic_partition=f"{self.topic}-{self.partition}", origin=origin
+            )
         )
         header = batch.header
         append_time = config.message_timestamp_type == "LogAppendTime"
@@ -487,7 +508,7 @@ class Log:
                         break  # the limit lies in this segment: nothing below it is left
                     continue  # a compaction gap at the end of this segment: go on to the next one
                 pos, length = got
-                slices.append(FetchSlice(seg.log_path, pos, length))
+                slices.append(FetchSlice(seg.log_path, pos, length, seg.file))
                 remaining -= length
                 end = seg.size if max_position is None else max_position
                 if remaining <= 0 or pos + length < end or (max_position is not None):
