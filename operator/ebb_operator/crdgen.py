@@ -65,6 +65,7 @@ def crd_manifest(info: CrdInfo) -> dict[str, Any]:
     # TemporaryError); without this the API server would prune it and kopf would lose retries.
     status_schema.setdefault("properties", {})["kopf"] = {
         "type": "object",
+        "description": "The operator framework's own bookkeeping (retries); not for users.",
         "x-kubernetes-preserve-unknown-fields": True,
     }
     return {
@@ -80,7 +81,7 @@ def crd_manifest(info: CrdInfo) -> dict[str, Any]:
                 "plural": info.plural,
                 "singular": info.singular,
                 "shortNames": list(info.short_names),
-                "categories": ["ebb"],
+                "categories": list(info.categories),
             },
             "versions": [
                 {
