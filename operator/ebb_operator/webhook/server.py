@@ -22,10 +22,12 @@ answers admission requests, leader or not.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import datetime
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -115,18 +117,21 @@ class AdmissionServer(kopf.WebhookServer):
         )
 
     async def __call__(self, fn: kopf.WebhookFn) -> AsyncIterator[kopf.WebhookClientConfig]:
-        keeping: asyncio.Task[None] | None = None
-        if self.keeper is not None:
-            await asyncio.to_thread(self.keeper.sync)  # the files exist before kopf's server reads them
-            keeping = asyncio.create_task(self._keep(self.keeper))
+        keeper, keeping = self.keeper, None
+        if keeper is not None:
+            certs = await asyncio.to_thread(keeper.sync)  # the files exist before kopf's server reads them
+            if not self.ebb.webhook_managed:  # the CA is in the configuration before the port answers
+                await self._publish({"caBundle": base64.b64encode(certs.ca_bundle.encode()).decode()})
+            keeping = asyncio.create_task(self._keep(keeper))
         try:
             async for client_config in super().__call__(fn):
                 metrics.WEBHOOK_READY.set(1 if await self._publish(client_config) else 0)
                 yield client_config
         finally:
             metrics.WEBHOOK_READY.set(0)
-            if keeping is not None:
+            if keeper is not None and keeping is not None:
                 keeping.cancel()
+                shutil.rmtree(keeper.directory, ignore_errors=True)  # the private key goes too
 
     async def _keep(self, keeper: CertificateKeeper) -> None:
         while True:
