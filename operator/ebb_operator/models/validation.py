@@ -50,9 +50,14 @@ def _value(error: Any) -> str:
     return f" {text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 4] + '...' + text[0]}"
 
 
+def _line(root: str, error: Any) -> str:
+    path = _path(root, tuple(error["loc"]))
+    return f"{path}{_value(error)}: {_rule(error)}" if path else _rule(error)  # the whole input: no value
+
+
 def explain(exc: ValidationError, root: str = "spec") -> str:
     """One line: `<field> <value>: <rule>` per problem, `; `-separated, at most MAX_PROBLEMS of them."""
     errors = exc.errors(include_url=False)
-    lines = [f"{_path(root, tuple(e['loc']))}{_value(e)}: {_rule(e)}" for e in errors[:MAX_PROBLEMS]]
+    lines = [_line(root, e) for e in errors[:MAX_PROBLEMS]]
     more = len(errors) - MAX_PROBLEMS
     return "; ".join(lines) + (f"; and {more} more" if more > 0 else "")
