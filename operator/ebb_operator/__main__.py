@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--metrics-port", type=int, default=9090, help="Prometheus port (0 disables)")
     parser.add_argument("--liveness-port", type=int, default=8080, help="serves /healthz (0 disables)")
-    parser.add_argument("--host", default="0.0.0.0", help="address for metrics and liveness")
+    parser.add_argument("--host", default="0.0.0.0", help="address for metrics, liveness and the webhook")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
 
@@ -48,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {
         "default_cluster": args.default_cluster,
         "default_bootstrap_servers": args.default_bootstrap_servers,
+        "listen_host": args.host,
+        "namespaces": tuple(args.namespace),
     }
     settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v})
 

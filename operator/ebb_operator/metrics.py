@@ -13,6 +13,11 @@ FAILURES = Counter(
 )
 RECORDS_DELETED = Counter("ebb_operator_records_deleted", "Records removed by DeleteRecords (KIP-107)")
 BYTES_RECLAIMED = Counter("ebb_operator_bytes_reclaimed", "Log-dir bytes freed, measured by DescribeLogDirs")
+WEBHOOK_READY = Gauge(
+    "ebb_operator_webhook_ready",
+    "1 while this replica's admission webhook serves and the API server has been told where and with which "
+    "CA (ValidatingWebhookConfiguration ebb.dev); 0 when telling it failed",
+)
 CONFIGS_APPLIED = Counter(
     "ebb_operator_configs_applied", "Topic configs set with IncrementalAlterConfigs", ["kind"]
 )

@@ -18,6 +18,9 @@ import yaml
 from ebb_operator.models import TENANT_CRDS
 from ebb_operator.models.common import GROUP
 
+WEBHOOK_SECRET = "ebb-webhook-tls"  # the webhook's own certificate, in the operator's namespace
+WEBHOOK_CONFIGURATION = GROUP  # ValidatingWebhookConfiguration ebb.dev
+
 _TENANT = sorted(info.plural for info in TENANT_CRDS)
 
 # What the operator needs in every namespace it serves (a ClusterRole, or a Role per watched namespace).
@@ -70,6 +73,39 @@ RULES: list[dict[str, Any]] = [*NAMESPACED_RULES, *CLUSTER_SCOPED_RULES]
 # In the operator's own namespace only (a Role): the KafkaClusters' credentials.
 OWN_NAMESPACE_RULES: list[dict[str, Any]] = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
 
+# The admission webhook without cert-manager: the operator's own CA and certificate live in one Secret of
+# its namespace (a Role there), created by the first replica, renewed in place; and the CA goes into
+# ValidatingWebhookConfiguration ebb.dev, the one the chart renders (a ClusterRole, by name). Patching
+# that configuration is what a cluster-wide CA injector (cert-manager's) otherwise does.
+WEBHOOK_CERTIFICATE_RULES: list[dict[str, Any]] = [
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+    {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [WEBHOOK_SECRET], "verbs": ["update"]},
+]
+WEBHOOK_CA_RULES: list[dict[str, Any]] = [
+    {
+        "apiGroups": ["admissionregistration.k8s.io"],
+        "resources": ["validatingwebhookconfigurations"],
+        "resourceNames": [WEBHOOK_CONFIGURATION],
+        "verbs": ["get", "patch"],
+    }
+]
+# A local process registering the configuration itself (EBB_WEBHOOK_MANAGED: tests): created, pointed at
+# the process, deleted when it stops. The chart never grants these; under the chart's rules a local process
+# (`make demo`) points the chart's configuration at itself with WEBHOOK_CA_RULES alone.
+WEBHOOK_MANAGED_RULES: list[dict[str, Any]] = [
+    {
+        "apiGroups": ["admissionregistration.k8s.io"],
+        "resources": ["validatingwebhookconfigurations"],
+        "verbs": ["create"],
+    },
+    {
+        "apiGroups": ["admissionregistration.k8s.io"],
+        "resources": ["validatingwebhookconfigurations"],
+        "resourceNames": [WEBHOOK_CONFIGURATION],
+        "verbs": ["get", "patch", "delete"],
+    },
+]
+
 # Only with operator.allowInlineClusters (single-team installs): spec.cluster.secretRef in any namespace.
 INLINE_CLUSTER_RULES: list[dict[str, Any]] = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
 
@@ -93,6 +129,8 @@ FILES: dict[str, list[dict[str, Any]]] = {
     "operator-cluster-scoped-rules.yaml": CLUSTER_SCOPED_RULES,
     "operator-own-namespace-rules.yaml": OWN_NAMESPACE_RULES,
     "operator-inline-cluster-rules.yaml": INLINE_CLUSTER_RULES,
+    "operator-webhook-certificate-rules.yaml": WEBHOOK_CERTIFICATE_RULES,
+    "operator-webhook-ca-rules.yaml": WEBHOOK_CA_RULES,
     "tenant-edit-rules.yaml": TENANT_EDIT_RULES,
     "tenant-view-rules.yaml": TENANT_VIEW_RULES,
 }

@@ -24,7 +24,13 @@ ENV = {
     "reclaim_poll_seconds": "EBB_RECLAIM_POLL_SECONDS",
     "retry_backoff_seconds": "EBB_RETENTION_BACKOFF_SECONDS",
     "kafka_request_timeout_seconds": "EBB_KAFKA_REQUEST_TIMEOUT_SECONDS",
+    "webhook_port": "EBB_WEBHOOK_PORT",
+    "webhook_host": "EBB_WEBHOOK_HOST",
+    "webhook_managed": "EBB_WEBHOOK_MANAGED",
+    "webhook_cert_dir": "EBB_WEBHOOK_CERT_DIR",
 }
+# The chart's webhook Service, `<service>.<namespace>.svc`, is the default address the API server calls.
+WEBHOOK_SERVICE = "ebb-operator-webhook"
 
 
 class SettingsError(ValueError):
@@ -60,6 +66,21 @@ class OperatorSettings:
     # that is registered but does not answer (a long pause) costs a request this long; DeleteRecords asks
     # the leaders to answer within two thirds of it (KIP-107's wait for the replicas).
     kafka_request_timeout_seconds: float = 15.0
+    # The validating admission webhook's port (None: no webhook); served by every replica.
+    webhook_port: int | None = None
+    # The address the API server calls the webhook at, and the name its certificate covers; None: the
+    # chart's Service in the operator's namespace.
+    webhook_host: str | None = None
+    # Whether the operator registers ValidatingWebhookConfiguration ebb.dev itself (a local process: tests,
+    # `make demo`); the chart renders it instead.
+    webhook_managed: bool = False
+    # A directory with the webhook's tls.crt, tls.key and ca.crt (a cert-manager Secret, mounted); None: the
+    # operator makes its own CA and certificate and keeps them in a Secret of its namespace.
+    webhook_cert_dir: str | None = None
+    # The address the webhook (like metrics and liveness) listens on (`--host`).
+    listen_host: str = "0.0.0.0"
+    # The namespaces the operator serves (`--namespace`); empty: all.
+    namespaces: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorSettings:
@@ -71,6 +92,11 @@ class OperatorSettings:
                 values[name] = _parse(var, raw, _KINDS.get(name, str))
         return cls(**values)  # type: ignore[arg-type]
 
+    @property
+    def webhook_address(self) -> str:
+        """Where the API server calls the webhook (the certificate's name)."""
+        return self.webhook_host or f"{WEBHOOK_SERVICE}.{self.namespace}.svc"
+
 
 _KINDS: dict[str, type] = {
     "resync_seconds": float,
@@ -80,10 +106,16 @@ _KINDS: dict[str, type] = {
     "retry_backoff_seconds": float,
     "kafka_request_timeout_seconds": float,
     "allow_inline_clusters": bool,
+    "webhook_port": int,
+    "webhook_managed": bool,
 }
 
 
 def _parse(var: str, raw: str, kind: type) -> object:
+    if kind is int:
+        if not raw.isdigit() or not 0 < int(raw) < 65536:
+            raise SettingsError(f"{var}={raw!r}: expected a port number (1-65535)")
+        return int(raw)
     if kind is float:
         try:
             value = float(raw)

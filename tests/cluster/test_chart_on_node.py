@@ -97,3 +97,23 @@ def test_the_charts_network_policies_render_and_are_stored(release: Release) -> 
         for p in release.cluster.kubectl_json("get", "networkpolicies", "-n", NAMESPACE)["items"]
     }
     assert rendered <= stored
+
+
+def test_the_operator_pods_webhook_refuses_at_apply_through_its_service(release: Release) -> None:
+    """The admission webhook as users get it: the API server calls the operator pod through the chart's
+    Service, trusting the CA the operator made (Secret ebb-webhook-tls) and wrote into the configuration."""
+    secret = release.cluster.kubectl_json("get", "secret", "ebb-webhook-tls", "-n", NAMESPACE)["data"]
+    configuration = release.cluster.kubectl_json("get", "validatingwebhookconfiguration", "ebb.dev")
+    assert {w["clientConfig"]["caBundle"] for w in configuration["webhooks"]} == {secret["ca.crt"]}
+    # The chart's grant admits the release namespace only: another namespace is refused at apply.
+    release.cluster.kubectl("create", "namespace", "webhook-probe")
+    body = {
+        "apiVersion": "ebb.dev/v1alpha1",
+        "kind": "DeleteRecords",
+        "metadata": {"name": "probe", "namespace": "webhook-probe"},
+        "spec": {"partitions": [{"topic": "orders", "partition": 0, "offset": 1}]},
+    }
+    refused = release.cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(body), check=False)
+    assert refused.returncode != 0
+    assert "namespace webhook-probe has no grant on KafkaCluster ebb" in refused.stderr, refused.stderr
+    assert release.cluster.kubectl_json("get", "deleterecords", "-n", "webhook-probe")["items"] == []

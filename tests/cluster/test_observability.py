@@ -82,9 +82,13 @@ ALERT_TESTS = {
         # ...and a second failure at 20 h of a series older than the window.
         {"series": 'ebb_operator_policy_runs_total{namespace="team",policy="clicks",outcome="Failed"}',
          "values": "1x1200 2x600"},
-        # DeleteRecords: a first failure at 5 h; a CompactionConfig failure must not alert.
+        # DeleteRecords: a first failure at 5 h; a CompactionConfig failure must not alert, nor expected
+        # refusals (the guard, the grant, a waiting cluster) that start and grow meanwhile.
         {"series": FAILURES % ("DeleteRecords", "PartiallyFailed"), "values": "_x300 1x1500"},
         {"series": FAILURES % ("CompactionConfig", "KafkaError"), "values": "_x300 1x1500"},
+        {"series": FAILURES % ("DeleteRecords", "GuardRefused"), "values": "_x290 1+1x1510"},
+        {"series": FAILURES % ("DeleteRecords", "Forbidden"), "values": "_x290 1+1x1510"},
+        {"series": FAILURES % ("DeleteRecords", "ClusterNotFound"), "values": "_x290 1+1x1510"},
     ],
     "alert_rule_test": [
         {"eval_time": "23h", "alertname": "EbbPartitionsHeld", "exp_alerts": []},

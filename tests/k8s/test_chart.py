@@ -8,7 +8,7 @@ operator as local processes (no kubelet runs pods here) with the chart's setting
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ EXAMPLES = ROOT / "examples"
 # that operator): enough for the API server to accept the chart's objects of those kinds in a dry run.
 SERVICEMONITOR_CRD = Path(__file__).parent / "servicemonitor-crd.yaml"
 PROMETHEUSRULE_CRD = Path(__file__).parent / "prometheusrule-crd.yaml"
+CERT_MANAGER_CRDS = Path(__file__).parent / "cert-manager-crds.yaml"
 
 EVERY_OPTION = (
     "--set", "operator.serviceMonitor.enabled=true",
@@ -37,6 +38,7 @@ EVERY_OPTION = (
     "--set", "broker.service.type=NodePort",
     "--set", "broker.service.nodePort=30092",
     "--set", "crds.keep=false",
+    "--set", "operator.webhook.certManager.enabled=true",
 )  # fmt: skip
 
 
@@ -52,12 +54,12 @@ def test_helm_lint_passes_strict_with_defaults_and_every_option(control_plane: C
 @pytest.fixture(scope="module")
 def servicemonitor_crd(control_plane: ControlPlane) -> None:
     control_plane.kubectl(
-        "apply", "--server-side", "-f", str(SERVICEMONITOR_CRD), "-f", str(PROMETHEUSRULE_CRD)
-    )
-    for crd in ("servicemonitors", "prometheusrules"):
-        control_plane.kubectl(
-            "wait", "--for=condition=Established", f"crd/{crd}.monitoring.coreos.com", "--timeout=60s"
-        )
+        "apply", "--server-side", "-f", str(SERVICEMONITOR_CRD), "-f", str(PROMETHEUSRULE_CRD),
+        "-f", str(CERT_MANAGER_CRDS),
+    )  # fmt: skip
+    for crd in ("servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com",
+                "certificates.cert-manager.io", "issuers.cert-manager.io"):  # fmt: skip
+        control_plane.kubectl("wait", "--for=condition=Established", f"crd/{crd}", "--timeout=60s")
 
 
 @pytest.mark.parametrize("options", [(), EVERY_OPTION], ids=["defaults", "every-option"])
@@ -78,7 +80,9 @@ def test_rendered_chart_is_accepted_by_the_api_server(
     applied = [line for line in result.stdout.splitlines() if "serverside-applied (server dry run)" in line]
     assert len(applied) == len(kinds(rendered)), result.stdout
     if options:
-        assert {"ServiceMonitor", "PrometheusRule", "Role", "RoleBinding"} <= set(kinds(rendered))
+        assert {"ServiceMonitor", "PrometheusRule", "Role", "RoleBinding", "Certificate", "Issuer"} <= set(
+            kinds(rendered)
+        )
         crds = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "CustomResourceDefinition"]
         assert all("helm.sh/resource-policy" not in d["metadata"].get("annotations", {}) for d in crds)
     else:
@@ -87,6 +91,7 @@ def test_rendered_chart_is_accepted_by_the_api_server(
         assert "StatefulSet" in kinds(rendered)
         assert "ServiceMonitor" not in kinds(rendered) and "PrometheusRule" not in kinds(rendered)
         assert "ConfigMap" in kinds(rendered)  # the Grafana dashboard
+        assert "ValidatingWebhookConfiguration" in kinds(rendered) and "Certificate" not in kinds(rendered)
 
 
 @pytest.mark.parametrize(
@@ -116,8 +121,16 @@ def _wait(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
     return result
 
 
+@pytest.fixture
+def webhook_removed_after(control_plane: ControlPlane) -> Iterator[None]:
+    """The chart's ValidatingWebhookConfiguration (failurePolicy Fail) goes after the test: no pod serves
+    its Service here, and left behind it would refuse every tenant object of the session."""
+    yield
+    control_plane.kubectl("delete", "validatingwebhookconfiguration", "ebb.dev", "--ignore-not-found")
+
+
 def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
-    control_plane: ControlPlane, tmp_path: Path
+    control_plane: ControlPlane, tmp_path: Path, webhook_removed_after: None
 ) -> None:
     namespace = "chart-install"
     with EbbBroker(tmp_path / "broker", log_dir=tmp_path, configs={"num.partitions": "3"}) as broker:
@@ -220,6 +233,17 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
             assert entries["min.compaction.lag.ms"].value == str(10 * 60 * 1000)
             assert entries["max.compaction.lag.ms"].value == str(24 * 3600 * 1000)
 
+            # The chart's webhook (served by the local operator): a namespace without a grant is refused
+            # at kubectl apply, and nothing is stored.
+            control_plane.kubectl("create", "namespace", "chart-ungranted")
+            refused = control_plane.kubectl(
+                "apply", "-n", "chart-ungranted", "-f", str(EXAMPLES / "delete-records.yaml"), check=False
+            )
+            assert refused.returncode != 0
+            assert "namespace chart-ungranted has no grant on KafkaCluster ebb" in refused.stderr
+            listed = control_plane.kubectl_json("get", "deleterecords", "-n", "chart-ungranted")
+            assert listed["items"] == []
+
 
 def _can_i(cp: ControlPlane, verb: str, resource: str, namespace: str, user: str) -> str:
     """kubectl auth can-i; `resource` may carry flags such as --subresource=status."""
@@ -243,11 +267,16 @@ def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPla
         return role
 
     docs = render()
-    assert operator_role(docs)["rules"] == rbac.RULES
+    # The webhook's own certificate (no cert-manager): its Secret in the release namespace, its CA into
+    # ValidatingWebhookConfiguration ebb.dev.
+    assert operator_role(docs)["rules"] == [*rbac.RULES, *rbac.WEBHOOK_CA_RULES]
     roles = {
         (d["metadata"]["namespace"], d["metadata"]["name"]): d["rules"] for d in docs if d["kind"] == "Role"
     }
-    assert roles == {("ebb", "ebb-operator-credentials"): rbac.OWN_NAMESPACE_RULES}
+    credentials = [*rbac.OWN_NAMESPACE_RULES, *rbac.WEBHOOK_CERTIFICATE_RULES]
+    assert roles == {("ebb", "ebb-operator-credentials"): credentials}
+    with_cert_manager = render("--set", "operator.webhook.certManager.enabled=true")
+    assert operator_role(with_cert_manager)["rules"] == rbac.RULES
     tenant = {
         d["metadata"]["name"]: d
         for d in docs
@@ -259,7 +288,7 @@ def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPla
     )
     assert tenant["ebb-edit"]["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
     inline = operator_role(render("--set", "operator.allowInlineClusters=true"))["rules"]
-    assert inline == [*rbac.RULES, *rbac.INLINE_CLUSTER_RULES]
+    assert inline == [*rbac.RULES, *rbac.INLINE_CLUSTER_RULES, *rbac.WEBHOOK_CA_RULES]
 
     docs = render("--set", "operator.watchNamespaces={team-a,team-b}", "--set", "crds.enabled=false")
     cluster_role = operator_role(docs)
@@ -269,7 +298,7 @@ def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPla
         if d["kind"] == "Role" and d["metadata"]["name"] == "ebb-operator"
     }
     assert sorted(roles) == ["team-a", "team-b"]
-    assert cluster_role["rules"] == rbac.CLUSTER_SCOPED_RULES
+    assert cluster_role["rules"] == [*rbac.CLUSTER_SCOPED_RULES, *rbac.WEBHOOK_CA_RULES]
     assert roles["team-a"] == rbac.NAMESPACED_RULES
     assert "CustomResourceDefinition" not in kinds(yaml.safe_dump_all(docs))
     (deployment,) = [d for d in docs if d["kind"] == "Deployment"]

@@ -1,15 +1,31 @@
 """kopf handlers: one module per kind. `register(settings)` adds the timers whose intervals are
-operator settings (the rest register at import, as kopf's decorators do)."""
+operator settings and, with the webhook on, the admission handlers (the rest register at import, as kopf's
+decorators do)."""
 
 from __future__ import annotations
 
 import kopf
 
-from ebb_operator.handlers import compaction_config, delete_records, kafka_cluster, retention_policy, settings
+from ebb_operator.handlers import (
+    admission,
+    compaction_config,
+    delete_records,
+    kafka_cluster,
+    retention_policy,
+    settings,
+)
 from ebb_operator.models.common import GROUP, VERSION
 from ebb_operator.settings import OperatorSettings
 
-__all__ = ["compaction_config", "delete_records", "kafka_cluster", "register", "retention_policy", "settings"]
+__all__ = [
+    "admission",
+    "compaction_config",
+    "delete_records",
+    "kafka_cluster",
+    "register",
+    "retention_policy",
+    "settings",
+]
 
 
 def register(config: OperatorSettings) -> None:
@@ -28,3 +44,5 @@ def register(config: OperatorSettings) -> None:
     kopf.timer(
         GROUP, VERSION, "deleterecords", id="deleterecords-reclaimed", interval=config.reclaim_poll_seconds
     )(delete_records.deleterecords_reclaimed)
+    if config.webhook_port is not None:
+        admission.register()

@@ -9,6 +9,9 @@ not at planning (a dry run, which sends none, reads it when it plans): a group t
 since a RetentionPolicy's analysis holds its partition. After the deletion a timer follows
 DescribeLogDirs until the brokers' retention passes have removed the segments, so `reclaimedBytes` is
 what was really freed.
+
+A request whose KafkaCluster or credentials Secret does not exist yet waits for it (Pending, reason
+ClusterNotFound, retried with a backoff): GitOps tools apply objects in any order.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from ebb_operator import kube, metrics
 from ebb_operator.access import Forbidden
 from ebb_operator.handlers import cluster
 from ebb_operator.handlers.consumed_guard import blocking_groups
-from ebb_operator.handlers.errors import KafkaFailed
+from ebb_operator.handlers.errors import ClusterNotFound, KafkaFailed
 from ebb_operator.handlers.runtime import Runtime, runtime
 from ebb_operator.handlers.status import StatusWriter
 from ebb_operator.kafka import (
@@ -61,6 +64,8 @@ log = logging.getLogger(__name__)
 # How long after its end a DeleteRecords keeps measuring what the brokers freed: Kafka checks retention
 # every log.retention.check.interval.ms (default 5 min) and removes files file.delete.delay.ms later.
 RECLAIM_WINDOW_SECONDS = 15 * 60
+# A request waiting for its KafkaCluster or Secret looks again after 5 s, doubling up to 5 minutes.
+WAIT_FIRST_SECONDS, WAIT_MAX_SECONDS = 5.0, 300.0
 
 
 def _render(status: DeleteRecordsStatus) -> dict[str, Any]:
@@ -256,8 +261,13 @@ def _finish(status: DeleteRecordsStatus) -> tuple[ConditionStatus, str, str]:
     return ConditionStatus.FALSE, reason, f"no partition cut; {first}"
 
 
+def wait_seconds(retry: int) -> float:
+    """The backoff of a request waiting for its cluster: 5 s, 10 s, 20 s, ... at most 5 minutes."""
+    return min(WAIT_MAX_SECONDS, WAIT_FIRST_SECONDS * 2 ** min(retry, 16))
+
+
 @kopf.on.create(GROUP, VERSION, CRD.plural, id="deleterecords-execute")
-async def deleterecords_create(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+async def deleterecords_create(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> None:
     """Run the request once; on an operator restart mid-run, kopf calls this again and it resumes."""
     rt = runtime(memo)
     metrics.RECONCILES.labels(KIND).inc()
@@ -269,6 +279,10 @@ async def deleterecords_create(body: kopf.Body, memo: kopf.Memo, **_: Any) -> No
         spec = DeleteRecordsSpec.model_validate(dict(body.spec))
         target = await cluster.resolve(rt, out.ref.namespace, spec.cluster_ref, spec.cluster)
         await asyncio.to_thread(target.access.check_delete_records, spec)
+    except ClusterNotFound as exc:
+        delay = wait_seconds(retry)
+        await out.failed(exc, message=f"waiting: {exc}; looking again with a backoff (next in {delay:.0f}s)")
+        raise kopf.TemporaryError(str(exc), delay=delay) from exc
     except (ValidationError, Forbidden, ClusterConfigError, cluster.ClusterUnreachable) as exc:
         await out.failed(exc)
         return

@@ -32,6 +32,13 @@ class ClusterUnreachable(ReconcileError):
     reason = "ClusterUnreachable"
 
 
+class ClusterNotFound(ClusterUnreachable):
+    """The KafkaCluster, or the Secret with its credentials, does not exist yet: GitOps tools apply objects
+    in any order, so the object waits for them (retried with a backoff) rather than failing."""
+
+    reason = "ClusterNotFound"
+
+
 class KafkaFailed(ReconcileError):
     reason = "KafkaError"
 

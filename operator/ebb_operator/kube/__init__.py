@@ -7,6 +7,15 @@ client's ApiException, so no other module needs the client's types.
 
 from __future__ import annotations
 
+from ebb_operator.kube.admission import (
+    apply_webhook_configuration,
+    create_tls_secret,
+    delete_webhook_configuration,
+    read_tls_secret,
+    read_webhook_configuration,
+    replace_tls_secret,
+    set_webhook_ca_bundle,
+)
 from ebb_operator.kube.client import api_client, reset_client
 from ebb_operator.kube.core import (
     create_secret,
@@ -47,11 +56,14 @@ __all__ = [
     "ObjectRef",
     "Resource",
     "api_client",
+    "apply_webhook_configuration",
     "create_object",
     "create_secret",
+    "create_tls_secret",
     "delete_config_map",
     "delete_object",
     "delete_secret",
+    "delete_webhook_configuration",
     "get_object",
     "list_objects",
     "namespace_labels",
@@ -59,6 +71,10 @@ __all__ = [
     "patch_status",
     "read_config_map_data",
     "read_secret",
+    "read_tls_secret",
+    "read_webhook_configuration",
+    "replace_tls_secret",
     "reset_client",
+    "set_webhook_ca_bundle",
     "upsert_config_map",
 ]

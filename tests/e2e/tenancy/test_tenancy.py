@@ -206,12 +206,12 @@ def test_a_tenant_acts_only_inside_its_grant_and_never_touches_another_tenants_t
         "delete-b": (
             "DeleteRecords",
             _dr(t.cluster, t.b_topic),
-            r"spec.partitions reaches 1 topic\(s\) outside the topics granted to namespace",
+            rf"spec.partitions\[0\].topic '{t.b_topic}': outside the topics granted to namespace",
         ),
         "guard-none": (
             "DeleteRecords",
             _dr(t.cluster, t.a_topic, guard="None"),
-            "guard None needs GuardNone in the grant",
+            "spec.guard 'None' needs GuardNone in the grant",
         ),
         "not-granted": (
             "DeleteRecords",
@@ -238,7 +238,7 @@ def test_a_tenant_acts_only_inside_its_grant_and_never_touches_another_tenants_t
                 "topics": {"include": [t.b_topic]},
                 "consumedRetention": "1h",
             },
-            r"spec.topics reaches 1 topic\(s\) outside the topics granted",
+            rf"spec.topics.include\[0\] '{t.b_topic}': outside the topics granted",
         ),
         "short-forced": (
             "RetentionPolicy",

@@ -46,9 +46,13 @@ def ebb_crds(control_plane: ControlPlane) -> None:
 
 @pytest.fixture(scope="session")
 def operator_kubeconfig(control_plane: ControlPlane, ebb_crds: None) -> Path:
-    """A ServiceAccount token kubeconfig whose only permissions are the operator's ClusterRole."""
+    """A ServiceAccount token kubeconfig whose only permissions are the operator's ClusterRole, and, in its
+    own namespace, what the admission webhook's own certificate needs (a local process registers its
+    webhook itself: EBB_WEBHOOK_MANAGED)."""
     role = rbac.cluster_role(OPERATOR_CLUSTER_ROLE)
-    role["rules"] = [*rbac.RULES, *rbac.INLINE_CLUSTER_RULES]
+    role["rules"] = [*rbac.RULES, *rbac.INLINE_CLUSTER_RULES, *rbac.WEBHOOK_MANAGED_RULES]
+    subject = {"kind": "ServiceAccount", "name": OPERATOR_ACCOUNT, "namespace": OPERATOR_NAMESPACE}
+    own = {"name": OPERATOR_CLUSTER_ROLE, "namespace": OPERATOR_NAMESPACE}
     manifests = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPERATOR_NAMESPACE}},
         {
@@ -66,9 +70,24 @@ def operator_kubeconfig(control_plane: ControlPlane, ebb_crds: None) -> Path:
                 "kind": "ClusterRole",
                 "name": OPERATOR_CLUSTER_ROLE,
             },
-            "subjects": [
-                {"kind": "ServiceAccount", "name": OPERATOR_ACCOUNT, "namespace": OPERATOR_NAMESPACE}
-            ],
+            "subjects": [subject],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": own,
+            "rules": [*rbac.OWN_NAMESPACE_RULES, *rbac.WEBHOOK_CERTIFICATE_RULES],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": own,
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": OPERATOR_CLUSTER_ROLE,
+            },
+            "subjects": [subject],
         },
     ]
     control_plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(manifests))

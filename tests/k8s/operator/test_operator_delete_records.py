@@ -219,10 +219,11 @@ def test_restart_mid_run_resumes_the_recorded_plan_without_a_second_deletion(
     assert sum(1 for e in objects.events("resume") if e["reason"] == "RecordsDeleted") == 1
 
 
-def test_cluster_secret_is_read_and_a_missing_one_fails_readably(
+def test_cluster_secret_is_read_and_a_missing_one_is_waited_for(
     kafka_bootstrap: str, objects: Objects, ebb_operator: OperatorProcess
 ) -> None:
-    """spec.cluster.secretRef: client properties come from a Secret the operator may read (RBAC)."""
+    """spec.cluster.secretRef: client properties come from a Secret the operator may read (RBAC); a
+    DeleteRecords applied before its Secret waits for it (GitOps order) and runs once it exists."""
     topic = unique("dr-secret")
     create_topic(kafka_bootstrap, topic, 1)
     produce(kafka_bootstrap, topic, {0: 10})
@@ -254,9 +255,16 @@ def test_cluster_secret_is_read_and_a_missing_one_fails_readably(
         ).returncode
         == 0
     )
-    obj = objects.wait("deleterecords", "no-secret", _phase("Failed"))
-    assert ready(obj)["reason"] == "ClusterUnreachable"
-    assert f"cannot read Secret {objects.namespace}/no-such-secret: 404" in ready(obj)["message"]
+    obj = objects.wait(
+        "deleterecords", "no-secret", lambda o: (ready(o) or {}).get("reason") == "ClusterNotFound"
+    )
+    assert obj["status"]["phase"] == "Pending"
+    assert f"Secret {objects.namespace}/no-such-secret does not exist (yet)" in ready(obj)["message"]
+    objects.cp.kubectl(
+        "create", "secret", "generic", "no-such-secret", "-n", objects.namespace,
+        "--from-literal=security.protocol=PLAINTEXT",
+    )  # fmt: skip
+    objects.wait("deleterecords", "no-secret", _phase("Succeeded"))
 
 
 def test_kill_9_during_a_run_and_restart_cuts_exactly_the_planned_offsets(

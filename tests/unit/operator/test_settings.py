@@ -38,3 +38,20 @@ def test_the_kafka_request_timeout_reaches_the_admin_clients() -> None:
     settings = OperatorSettings.from_env({"EBB_KAFKA_REQUEST_TIMEOUT_SECONDS": "6"})
     assert Runtime.create(settings).admins.request_timeout == 6.0
     assert Runtime.create(OperatorSettings.from_env({})).admins.request_timeout == 15.0
+
+
+def test_the_webhook_is_off_unless_a_port_is_set_and_defaults_to_the_charts_service() -> None:
+    assert OperatorSettings.from_env({}).webhook_port is None
+    s = OperatorSettings.from_env({"EBB_WEBHOOK_PORT": "9443", "EBB_OPERATOR_NAMESPACE": "ebb-system"})
+    assert (s.webhook_port, s.webhook_managed, s.webhook_cert_dir) == (9443, False, None)
+    assert s.webhook_address == "ebb-operator-webhook.ebb-system.svc"
+    local = OperatorSettings.from_env(
+        {"EBB_WEBHOOK_PORT": "9443", "EBB_WEBHOOK_HOST": "127.0.0.1", "EBB_WEBHOOK_MANAGED": "true"}
+    )
+    assert (local.webhook_address, local.webhook_managed) == ("127.0.0.1", True)
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "https", "-1"])
+def test_a_bad_webhook_port_names_the_variable(port: str) -> None:
+    with pytest.raises(SettingsError, match=r"EBB_WEBHOOK_PORT='.*': expected a port number"):
+        OperatorSettings.from_env({"EBB_WEBHOOK_PORT": port})

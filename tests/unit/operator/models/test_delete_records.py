@@ -66,3 +66,8 @@ def test_phase_is_derived_from_ready() -> None:
     assert phase_from_conditions(partial) is Phase.PARTIALLY_FAILED
     failed = set_condition(running, "Ready", ConditionStatus.FALSE, "GuardRefused", "group g", 1)
     assert phase_from_conditions(failed) is Phase.FAILED
+
+
+def test_a_request_waiting_for_its_cluster_is_pending_not_failed() -> None:
+    waiting = set_condition([], "Ready", ConditionStatus.FALSE, "ClusterNotFound", "no KafkaCluster x", 1)
+    assert phase_from_conditions(waiting) is Phase.PENDING
