@@ -555,13 +555,24 @@ class LogManager:
         with self._lock:
             return list(self._logs.values())
 
+    def consumed_retention_groups(self) -> set[str]:
+        """Every group some topic's consumed retention counts (``retention.commitoffset.groups`` of a
+        topic with ``retention.commitoffset.ms`` set): the groups the committed-offsets snapshot needs."""
+        return {
+            g
+            for lg in self.logs()
+            if lg.partition == 0 and lg.config.delete and lg.config.retention_commitoffset_ms >= 0
+            for g in lg.config.consumed_retention_groups
+        }
+
     # -- maintenance ----------------------------------------------------------------------------------------
 
     def run_retention(self, committed: CommittedOffsets | None = None) -> RetentionReport:
         """One retention pass over every log (start-offset breach, KIP-68, size, time), then remove the
         files whose file.delete.delay.ms has passed. The broker calls this every
-        log.retention.check.interval.ms, off the event loop, with a snapshot of the committed offsets
-        taken on the loop (None: not known yet, so consumed retention is skipped)."""
+        log.retention.check.interval.ms, off the event loop, with a snapshot of the committed offsets of
+        ``consumed_retention_groups()`` taken on the loop (None: not known yet, so consumed retention is
+        skipped)."""
         report = RetentionReport()
         with self._maintenance:
             now = self.clock()
