@@ -406,6 +406,7 @@ class LogManager:
         """The refusals and the topics to create, in batch order; the caller holds the creation lock."""
         refused: dict[str, LogError] = {}
         new: dict[str, TopicMetadata] = {}
+        valid: set[frozenset[tuple[str, str]]] = set()  # overrides already validated in this batch
         existing = self.topics()
         taken = {topic_names.collision_key(n): n for n in existing}
         for t in batch:
@@ -422,11 +423,14 @@ class LogManager:
                 )
             else:
                 overrides = {k: str(v) for k, v in t.overrides.items()}
-                try:
-                    self.config.topic_config(overrides)
-                except InvalidConfigError as exc:
-                    refused[t.name] = exc
-                    continue
+                key = frozenset(overrides.items())
+                if key not in valid:  # auto-created topics all share the empty overrides
+                    try:
+                        self.config.topic_config(overrides)
+                    except InvalidConfigError as exc:
+                        refused[t.name] = exc
+                        continue
+                    valid.add(key)
                 new[t.name] = TopicMetadata(t.name, t.partitions, overrides, uuid.uuid4())
                 taken[topic_names.collision_key(t.name)] = t.name
         try:
