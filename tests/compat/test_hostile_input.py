@@ -18,8 +18,6 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from kafka.protocol.admin.acl import CreateAclsRequest, CreateAclsResponse
 from kafka.protocol.admin.topics import (
-    CreateTopicsRequest,
-    CreateTopicsResponse,
     DeleteRecordsRequest,
     DeleteRecordsResponse,
 )
@@ -41,6 +39,8 @@ from harness.ebb_broker import EbbBroker
 from harness.ports import free_port
 from tests.compat.clients import CLIENTS, PLAINTEXT, Security
 from tests.compat.conftest import FAST_BROKER, SecureBroker, Side, scram_authenticate
+from tests.compat.test_limits import _create_topics
+from tests.compat.test_retention_compaction import _wait
 from tests.compat.wire import Wire
 
 INVALID_TOPIC_EXCEPTION = 17
@@ -58,21 +58,10 @@ def _call(w: Wire, request: Any, version: int, response: Any) -> Any:
 
 def _create(w: Wire, names: list[str], configs: dict[str, str] | None = None, partitions: int = 1) -> dict:
     """CreateTopics v5; name -> (error code, error message)."""
-    R = CreateTopicsRequest[5]
-    topics = [
-        R.CreatableTopic(
-            name=n,
-            num_partitions=partitions,
-            replication_factor=1,
-            assignments=[],
-            configs=[
-                R.CreatableTopic.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
-            ],
-        )
-        for n in names
-    ]
-    resp = _call(w, R(topics=topics, timeout_ms=30000, validate_only=False), 5, CreateTopicsResponse)
-    return {t.name: (t.error_code, t.error_message) for t in resp.topics}
+    return {
+        t.name: (t.error_code, t.error_message)
+        for t in _create_topics(w, [(n, partitions) for n in names], configs)
+    }
 
 
 def _metadata(w: Wire, names: list[str], auto_create: bool = True) -> list[Any]:
@@ -111,15 +100,6 @@ def _latest(bootstrap: str, topic: str, security: Security = PLAINTEXT) -> tuple
         return int(low), int(high)
     finally:
         close_within(c)
-
-
-def _wait(cond: Callable[[], bool], timeout: float = 30) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.2)
-    raise AssertionError("condition not reached")
 
 
 def _unique(prefix: str) -> str:
