@@ -37,12 +37,13 @@ from kafka.record.memory_records import MemoryRecordsBuilder
 from harness.bounded import close_within
 from harness.ebb_broker import EbbBroker
 from harness.ports import free_port
-from tests.compat.clients import CLIENTS, PLAINTEXT, Security
+from tests.compat.clients import CLIENTS, PLAINTEXT, BrokerError, Security
 from tests.compat.conftest import FAST_BROKER, SecureBroker, Side, scram_authenticate
 from tests.compat.test_limits import _create_topics
 from tests.compat.test_retention_compaction import _wait
 from tests.compat.wire import Wire
 
+UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_TOPIC_EXCEPTION = 17
 INVALID_REQUIRED_ACKS = 21
 TOPIC_AUTHORIZATION_FAILED = 29
@@ -68,6 +69,22 @@ def _metadata(w: Wire, names: list[str], auto_create: bool = True) -> list[Any]:
     R = MetadataRequest[4]
     req = R(topics=[R.MetadataRequestTopic(name=n) for n in names], allow_auto_topic_creation=auto_create)
     return list(_call(w, req, 4, MetadataResponse).topics)
+
+
+def _list_latest(w: Wire, topic: str, partitions: list[int]) -> list[tuple[int, int]]:
+    """ListOffsets v7 LATEST; (partition, error code) per answer."""
+    L = ListOffsetsRequest[7]
+    LP = L.ListOffsetsTopic.ListOffsetsPartition
+    parts = [LP(partition_index=p, current_leader_epoch=-1, timestamp=-1) for p in partitions]
+    req = L(replica_id=-1, isolation_level=0, topics=[L.ListOffsetsTopic(name=topic, partitions=parts)])
+    (listed,) = _call(w, req, 7, ListOffsetsResponse).topics
+    return sorted((p.partition_index, p.error_code) for p in listed.partitions)
+
+
+def _ready(w: Wire, topic: str, partitions: int = 1) -> None:
+    """Wait until every partition of a just created topic is served (Apache Kafka's replica manager takes
+    a moment after CreateTopics answers to lead them; ebb-broker leads them at once)."""
+    _wait(lambda: _list_latest(w, topic, list(range(partitions))) == [(p, 0) for p in range(partitions)])
 
 
 def _batch(values: list[tuple[bytes | None, bytes]]) -> bytes:
@@ -182,7 +199,16 @@ def test_clients_cannot_append_to_or_delete_from_internal_topics(side: Side) -> 
     topic = _unique("internal-seed")
     c = CLIENTS["confluent-kafka"](side.bootstrap)
     c.create_topic(topic)
-    c.commit(_unique("seed-group"), topic, 0, 0)  # __consumer_offsets exists from here on
+    seed = _unique("seed-group")
+
+    def committed() -> bool:  # a fresh Kafka answers NOT_COORDINATOR until __consumer_offsets is loaded
+        try:
+            c.commit(seed, topic, 0, 0)
+        except BrokerError:
+            return False
+        return True
+
+    _wait(committed)  # __consumer_offsets exists from here on
     w = Wire(side.bootstrap)
     try:
         key, value = _offset_commit_record("victim", topic, 0, 9999)
@@ -382,18 +408,11 @@ def test_repeated_topics_and_partitions_are_answered_once(side: Side) -> None:
     w = Wire(side.bootstrap)
     try:
         assert _create(w, [topic], partitions=50)[topic] == (0, None)
+        _ready(w, topic, 50)
         (meta,) = _metadata(w, [topic] * 2000, auto_create=False)
         assert len(meta.partitions) == 50
         # ListOffsets: a repeated partition gets one INVALID_REQUEST answer (Kafka's duplicatePartitions)
-        L = ListOffsetsRequest[7]
-        LP = L.ListOffsetsTopic.ListOffsetsPartition
-        parts = [LP(partition_index=p, current_leader_epoch=-1, timestamp=-1) for p in (0, 0, 0, 1)]
-        req = L(replica_id=-1, isolation_level=0, topics=[L.ListOffsetsTopic(name=topic, partitions=parts)])
-        (listed,) = _call(w, req, 7, ListOffsetsResponse).topics
-        assert sorted((p.partition_index, p.error_code) for p in listed.partitions) == [
-            (0, INVALID_REQUEST),
-            (1, 0),
-        ]
+        assert _list_latest(w, topic, [0, 0, 0, 1]) == [(0, INVALID_REQUEST), (1, 0)]
         # DeleteRecords: one answer per partition (Kafka keeps the last offset asked)
         R = DeleteRecordsRequest[2]
         RP = R.DeleteRecordsTopic.DeleteRecordsPartition
@@ -488,8 +507,11 @@ def test_names_that_differ_only_in_dot_and_underscore_collide(side: Side) -> Non
         assert _create(w, [f"col.{base}"])[f"col.{base}"] == (0, None)
         code, message = _create(w, [f"col_{base}"])[f"col_{base}"]
         assert code == INVALID_TOPIC_EXCEPTION and f"collides with existing topic: col.{base}" in message
+        # Metadata auto-creation: Kafka creates asynchronously and answers UNKNOWN_TOPIC_OR_PARTITION,
+        # its controller then refuses the name; ebb-broker says why at once.
         (auto,) = _metadata(w, [f"col_{base}"])
-        assert auto.error_code == INVALID_TOPIC_EXCEPTION
+        assert auto.error_code == (INVALID_TOPIC_EXCEPTION if side.is_ebb else UNKNOWN_TOPIC_OR_PARTITION)
+        assert not _metadata(w, [f"col_{base}"], auto_create=False)[0].partitions
     finally:
         w.close()
 
@@ -499,6 +521,7 @@ def test_acks_other_than_minus_one_zero_or_one_are_refused(side: Side) -> None:
     w = Wire(side.bootstrap)
     try:
         assert _create(w, [topic])[topic] == (0, None)
+        _ready(w, topic)
         for acks in (5, 2, -2):
             assert (
                 _produce(w, topic, 0, _batch([(None, b"x")]), acks=acks).error_code == INVALID_REQUIRED_ACKS
