@@ -203,7 +203,8 @@ async def run(options: BrokerOptions) -> None:
     transactions.start()
 
     async def retention() -> None:
-        snapshot = groups.committed_snapshot()  # on the loop, which owns the coordinator's state
+        # On the loop, which owns the coordinator's state; only the groups consumed retention counts.
+        snapshot = groups.committed_snapshot(logs.consumed_retention_groups())
         report = await asyncio.to_thread(logs.run_retention, snapshot)
         metrics.record_retention(report)
 

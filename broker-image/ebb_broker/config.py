@@ -3,7 +3,7 @@
 Values arrive as strings (``--config KEY=VALUE``) and are parsed here once; every unknown key or bad value
 raises ``InvalidConfigError`` naming the key. Topic-level settings are the log engine's ``LogConfig``
 (``ebb_broker.log.log_config``); the broker's ``log.*`` keys are their defaults (Kafka's synonyms). Ebb
-adds KIP-68's ``log.retention.commitoffset.{enable,ms,minutes,hours}``.
+adds KIP-68's ``log.retention.commitoffset.{enable,ms,minutes,hours,groups}``.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ _TOPIC_SYNONYMS = {
     "compression.lz4.level": "compression.lz4.level",
     "compression.zstd.level": "compression.zstd.level",
     "tombstone.null.value.enable": "tombstone.null.value.enable",
+    "log.retention.commitoffset.groups": "retention.commitoffset.groups",
 }
 
 
@@ -205,6 +206,7 @@ class BrokerConfig(KafkaStyleConfig):
     log_retention_commitoffset_ms: KafkaLong | None = Field(
         None, alias="log.retention.commitoffset.ms", ge=-1
     )
+    log_retention_commitoffset_groups: str = Field("", alias="log.retention.commitoffset.groups")
     tombstone_null_value_enable: bool = Field(True, alias="tombstone.null.value.enable")
     # Limits no single client can break (Kafka's SocketServer names and defaults; docs/broker.md).
     socket_request_max_bytes: KafkaInt = Field(104_857_600, alias="socket.request.max.bytes", ge=1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ebb_broker.log.cleaner_manager import CleanerReport
 from ebb_broker.log.log import AppendInfo, FetchSlice, Log, LogStartOffsetIncrementReason, ReadResult
 from ebb_broker.log.log_config import LogConfig, LogManagerConfig
-from ebb_broker.log.log_manager import LogManager, RetentionReport, TopicMetadata
+from ebb_broker.log.log_manager import LogManager, NewTopic, RetentionReport, TopicMetadata
 from ebb_broker.log.retention import CommittedOffsets
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "LogManager",
     "LogManagerConfig",
     "LogStartOffsetIncrementReason",
+    "NewTopic",
     "ReadResult",
     "RetentionReport",
     "TopicMetadata",

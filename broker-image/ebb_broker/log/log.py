@@ -607,14 +607,15 @@ class Log:
             if not config.delete:
                 return result
             if config.retention_commitoffset_ms >= 0:
-                min_committed = committed.minimum(self.topic, self.partition) if committed else None
                 if committed is None or not committed.known:
                     result.consumed_skipped = True
-                elif min_committed is not None:
+                elif (
+                    consumed := committed.consumed_up_to(
+                        self.topic, self.partition, config.consumed_retention_groups, self.log_end_offset
+                    )
+                ) is not None:
                     self._delete(
-                        consumed_breach(
-                            now, config.retention_commitoffset_ms, min_committed, self.log_end_offset
-                        ),
+                        consumed_breach(now, config.retention_commitoffset_ms, consumed, self.log_end_offset),
                         RetentionReason.CONSUMED,
                         result,
                     )

@@ -15,7 +15,12 @@ Behaviour:
   walk, decompression and CRC: about 0.2 s for 19 MB), so the event loop goes on serving every
   other client meanwhile; the checks and appends then run on the loop as for any request.
 - acks=0 gets no response. acks=1 and acks=-1 are the same on one node (the append is done
-  before the response; durability follows log.flush.interval.messages like Kafka).
+  before the response; durability follows log.flush.interval.messages like Kafka). Any other acks
+  gets INVALID_REQUIRED_ACKS on every partition, nothing appended, as Kafka's ReplicaManager.
+- Internal topics (`__consumer_offsets`, `__transaction_state`) are written by their coordinators
+  only: a client's batch for them gets INVALID_TOPIC_EXCEPTION ("Cannot append to internal topic"),
+  as Kafka's ReplicaManager answers. Kafka lets a client whose client id is `__admin_client` through;
+  Ebb lets no client through (a forged OffsetCommit record would move another group's offsets).
 - Unknown topics answer UNKNOWN_TOPIC_OR_PARTITION (clients create them through Metadata).
 - Transactional produce (KIP-98): each partition must be in the producer's ongoing transaction
   (AddPartitionsToTxn) with its current epoch, as Kafka's transaction verification checks (KIP-890):
@@ -39,6 +44,8 @@ import asyncio
 from typing import Any
 
 from kafka.errors import (
+    InvalidRequiredAcksError,
+    InvalidTopicError,
     UnknownTopicOrPartitionError,
     UnsupportedCompressionTypeError,
     UnsupportedVersionError,
@@ -60,7 +67,7 @@ from ebb_broker.protocol.authz import (
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
-from ebb_broker.protocol.topics import has_partition
+from ebb_broker.protocol.topics import INTERNAL_TOPICS, has_partition
 from ebb_broker.protocol.transactions import fenced_as, transaction_coordinator
 
 API_KEY = 0
@@ -70,6 +77,7 @@ ZSTD = 4
 # Records of a request from which validation runs off the event loop (below it, the thread hop costs
 # more than the few milliseconds of validation it would save the other clients).
 OFF_LOOP_BYTES = 256 * 1024
+VALID_ACKS = (-1, 0, 1)  # Kafka's ReplicaManager.isValidRequiredAcks
 
 
 def _codec(records: bytes | None) -> int:
@@ -118,6 +126,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 err = UnknownTopicOrPartitionError.errno
             elif ctx.api_version < FIRST_ZSTD_VERSION and _codec(p.records) == ZSTD:
                 err, msg = UnsupportedCompressionTypeError.errno, "zstd needs Produce v7 or later"
+            elif request.acks not in VALID_ACKS:
+                err, msg = InvalidRequiredAcksError.errno, f"acks must be -1, 0 or 1, got {request.acks}"
+            elif t.name in INTERNAL_TOPICS:  # Kafka's ReplicaManager, without the __admin_client exception
+                err, msg = InvalidTopicError.errno, f"Cannot append to internal topic {t.name}"
             elif request.transactional_id is not None and (
                 txn_error := _verify_transactional(ctx, request.transactional_id, t.name, p.index, p.records)
             ):
