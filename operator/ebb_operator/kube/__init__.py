@@ -25,8 +25,11 @@ from ebb_operator.kube.custom_objects import (
     patch_status,
 )
 from ebb_operator.kube.errors import AlreadyExistsError, ForbiddenError, KubeApiError, NotFoundError
+from ebb_operator.kube.events import post_event
+from ebb_operator.kube.leases import create_lease, read_lease, replace_lease
 from ebb_operator.kube.resources import (
     CLUSTER_LABEL,
+    LEASES,
     POLICY_LABEL,
     RUN_LABEL,
     SPARK_APPLICATIONS,
@@ -37,6 +40,7 @@ from ebb_operator.kube.resources import (
 
 __all__ = [
     "CLUSTER_LABEL",
+    "LEASES",
     "POLICY_LABEL",
     "RUN_LABEL",
     "SPARK_APPLICATIONS",
@@ -47,6 +51,7 @@ __all__ = [
     "ObjectRef",
     "Resource",
     "api_client",
+    "create_lease",
     "create_object",
     "create_secret",
     "delete_config_map",
@@ -57,8 +62,11 @@ __all__ = [
     "namespace_labels",
     "owner_reference",
     "patch_status",
+    "post_event",
     "read_config_map_data",
+    "read_lease",
     "read_secret",
+    "replace_lease",
     "reset_client",
     "upsert_config_map",
 ]
