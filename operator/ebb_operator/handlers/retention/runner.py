@@ -193,6 +193,7 @@ class PolicyRunner:
 
         return SparkApplicationEngine(self.body, self.owner, self.labels, self.rt.settings, record)
 
+    @metrics.reconciles(KIND)
     async def run(self, spec: RetentionPolicySpec) -> None:
         """One run, start to finish; every outcome ends in lastRun, lastCompletedRun and Ready."""
         last = self.status.last_run
@@ -211,7 +212,6 @@ class PolicyRunner:
             await self.out.write(
                 ConditionStatus.UNKNOWN, "Running", f"run {run_id} ({spec.analysis.engine.value})"
             )
-        metrics.RECONCILES.labels(KIND).inc()
         self._plan = None
         try:
             reason, message = await self._run(spec, last)
