@@ -38,3 +38,29 @@ def test_the_kafka_request_timeout_reaches_the_admin_clients() -> None:
     settings = OperatorSettings.from_env({"EBB_KAFKA_REQUEST_TIMEOUT_SECONDS": "6"})
     assert Runtime.create(settings).admins.request_timeout == 6.0
     assert Runtime.create(OperatorSettings.from_env({})).admins.request_timeout == 15.0
+
+
+def test_leader_election_is_on_by_default_with_client_gos_proportions() -> None:
+    s = OperatorSettings.from_env({})
+    assert s.leader_election and s.lease_name == "ebb-operator" and s.log_format == "plain"
+    assert s.lease_seconds > s.renew_deadline_seconds > 1.2 * s.retry_period_seconds
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"EBB_LEADER_LEASE_SECONDS": "8"},
+            "EBB_LEADER_LEASE_SECONDS .8. must be greater than EBB_LEADER_RENEW",
+        ),
+        (
+            {"EBB_LEADER_RETRY_PERIOD_SECONDS": "7"},
+            "EBB_LEADER_RENEW_DEADLINE_SECONDS .8. must be greater than 1.2",
+        ),
+        ({"EBB_LEADER_ELECTION": "maybe"}, "EBB_LEADER_ELECTION='maybe': expected true or false"),
+        ({"EBB_LOG_FORMAT": "xml"}, "EBB_LOG_FORMAT='xml': expected one of plain, json"),
+    ],
+)
+def test_leader_and_log_settings_that_cannot_work_are_refused(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        OperatorSettings.from_env(env)
