@@ -5,9 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import AdminClient
+
+from harness.ebb_broker import EbbBroker
 from harness.ports import free_port
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, produce, unique
-from tests.k8s.operator.operator_k8s import Objects, OperatorProcess, ready
+from tests.k8s.operator.operator_k8s import Objects, OperatorProcess, broker_metric, ready
+
+DELETE_REQUESTS = 'ebb_requests_total{api="DeleteRecords"}'
 
 
 def _phase(expected: str) -> Callable[[dict], bool]:
@@ -158,7 +164,7 @@ def test_dry_run_reports_and_deletes_nothing(
 
 
 def test_restart_mid_run_resumes_the_recorded_plan_without_a_second_deletion(
-    kafka_bootstrap: str, objects: Objects, start_operator: Callable[[], OperatorProcess]
+    kafka_bootstrap: str, objects: Objects, start_operator: Callable[..., OperatorProcess]
 ) -> None:
     """The operator records its plan (-1 resolved) in status before deleting. Recreate exactly the state a
     kill -9 right after that write leaves behind, let the log grow, then start the operator: it must finish
@@ -204,7 +210,8 @@ def test_restart_mid_run_resumes_the_recorded_plan_without_a_second_deletion(
     )
     produce(kafka_bootstrap, topic, {0: 15})  # high watermark now 35
 
-    operator = start_operator()
+    # One pod's container, restarted: its process takes the lease it held back at once (EBB_POD_NAME).
+    operator = start_operator(EBB_POD_NAME="operator-pod")
     obj = objects.wait("deleterecords", "resume", _phase("Succeeded"))
     assert obj["status"]["partitions"][0]["lowWatermark"] == 20
     assert obj["status"]["deletedRecords"] == 20
@@ -213,10 +220,46 @@ def test_restart_mid_run_resumes_the_recorded_plan_without_a_second_deletion(
     # Executed once: a killed and restarted operator never runs a finished request again.
     operator.kill()
     produce(kafka_bootstrap, topic, {0: 5})
-    start_operator()
+    start_operator(EBB_POD_NAME="operator-pod")
     objects.wait("deleterecords", "resume", lambda o: True)
     assert log_start(kafka_bootstrap, topic, 0) == 20
     assert sum(1 for e in objects.events("resume") if e["reason"] == "RecordsDeleted") == 1
+
+
+def test_a_resumed_plan_sends_nothing_for_partitions_already_cut(
+    metered_broker: EbbBroker, objects: Objects, start_operator: Callable[..., OperatorProcess]
+) -> None:
+    """The state a kill -9 (or a lost leader Lease) leaves between the DeleteRecords request and the status
+    write: the plan recorded, the partitions cut, no low watermark in status. The next operator reads the log
+    starts and records them, and sends no second request (counted at the broker)."""
+    bootstrap = metered_broker.bootstrap
+    topic = unique("dr-cut")
+    create_topic(bootstrap, topic, 2)
+    produce(bootstrap, topic, {0: 20, 1: 20})
+    spec = {
+        "cluster": _cluster(bootstrap),
+        "guard": "None",
+        "partitions": [{"topic": topic, "partition": p, "offset": 10} for p in (0, 1)],
+    }
+    assert objects.apply("DeleteRecords", "cut", spec).returncode == 0
+    recorded = {"phase": "Running", "startedAt": "2026-01-01T00:00:00Z", "partitionCount": 2, "partitions": [
+        {"topic": topic, "partition": p, "requestedOffset": 10, "logStartBefore": 0} for p in (0, 1)
+    ]}  # fmt: skip
+    objects.cp.kubectl(
+        "patch", "-n", objects.namespace, "deleterecords", "cut", "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": recorded}),
+    )  # fmt: skip
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_records([CkTopicPartition(topic, p, 10) for p in (0, 1)]).values():
+        future.result(30)
+    requests = broker_metric(metered_broker, DELETE_REQUESTS)
+
+    start_operator()
+    obj = objects.wait("deleterecords", "cut", _phase("Succeeded"))
+
+    assert [p["lowWatermark"] for p in obj["status"]["partitions"]] == [10, 10]
+    assert obj["status"]["deletedRecords"] == 20
+    assert broker_metric(metered_broker, DELETE_REQUESTS) == requests
 
 
 def test_cluster_secret_is_read_and_a_missing_one_fails_readably(
@@ -260,14 +303,15 @@ def test_cluster_secret_is_read_and_a_missing_one_fails_readably(
 
 
 def test_kill_9_during_a_run_and_restart_cuts_exactly_the_planned_offsets(
-    kafka_bootstrap: str, objects: Objects, start_operator: Callable[[], OperatorProcess]
+    kafka_bootstrap: str, objects: Objects, start_operator: Callable[..., OperatorProcess]
 ) -> None:
     """kill -9 as soon as the run is seen (Running, or already done), grow the log, restart: whatever the
     moment of the kill, every partition ends at the offset planned before the kill, never past it."""
     topic = unique("dr-kill")
     create_topic(kafka_bootstrap, topic, 20)
     produce(kafka_bootstrap, topic, dict.fromkeys(range(20), 30))
-    operator = start_operator()
+    # One pod's container, restarted: its process takes the lease it held back at once (EBB_POD_NAME).
+    operator = start_operator(EBB_POD_NAME="operator-pod")
     spec = {
         "cluster": _cluster(kafka_bootstrap),
         "guard": "None",
@@ -278,7 +322,7 @@ def test_kill_9_during_a_run_and_restart_cuts_exactly_the_planned_offsets(
     operator.kill()
     produce(kafka_bootstrap, topic, dict.fromkeys(range(20), 10))
 
-    start_operator()
+    start_operator(EBB_POD_NAME="operator-pod")
     obj = objects.wait("deleterecords", "killed", _phase("Succeeded"))
 
     assert {p["lowWatermark"] for p in obj["status"]["partitions"]} == {30}
