@@ -6,6 +6,8 @@ handlers, timers, daemons), which stays paused until this replica holds the Leas
 own (the one its peering uses, which closes the watch streams and stops daemons and timers while the
 webhook and the probes keep serving): kopf offers no public switch for it, so `_Gate` adds one toggle to
 kopf's pause set where kopf starts its orchestrator (kopf is pinned to one version in pyproject.toml).
+kopf's indices are filled by the watch streams, so on a waiting replica they are empty: what every
+replica serves (admission handlers) must not depend on them.
 
 Losing the Lease (not renewed within the renew deadline, or another holder found) ends the process at
 once with exit status 75, as client-go controllers exit: nothing in flight, thread or handler, can act

@@ -12,6 +12,7 @@ default lease settings.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -116,7 +117,8 @@ def _delete_requests(release: Release) -> float:
 
 
 def _first_phase(release: Release, name: str) -> tuple[subprocess.Popen[str], threading.Event, list[str]]:
-    """Watch the DeleteRecords' status.phase; the event is set on the first phase it shows."""
+    """Watch the DeleteRecords' status.phase (kubectl prints the current state, then every change); the
+    event is set on the first phase it shows."""
     watch = subprocess.Popen(
         [
             str(release.cluster.cp.binaries.kubectl), "get", "deleterecords", name, "-n", NAMESPACE,
@@ -168,7 +170,10 @@ def test_kill_9_of_the_leader_mid_spark_run_and_mid_delete_records(
         app = last.get("sparkApplication")
         if last.get("outcome") != "Running" or not app:
             return None
-        state = (release.get("sparkapplication", app).get("status") or {}).get("applicationState") or {}
+        found = release.kubectl("get", "sparkapplication", app, "-o", "json", check=False)
+        if found.returncode != 0:  # recorded in status just before it is created
+            return None
+        state = (json.loads(found.stdout).get("status") or {}).get("applicationState") or {}
         return last if state.get("state") == "RUNNING" else None
 
     last = wait_until("the SparkApplication of policy spark to run", running, 600)
@@ -191,9 +196,9 @@ def test_kill_9_of_the_leader_mid_spark_run_and_mid_delete_records(
             {"topic": TOPIC, "partition": p, "offset": -1} for p in range(PARTITIONS)
         ]},
     }  # fmt: skip
+    release.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(body))
     watch, seen, phases = _first_phase(release, TOPIC)
     try:
-        release.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(body))
         assert seen.wait(120), "the DeleteRecords showed no phase"
         killed, killed_at = _kill_leader(release)
     finally:
