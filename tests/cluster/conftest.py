@@ -13,7 +13,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -235,6 +235,8 @@ def spark_policy(name: str, **spark: Any) -> dict[str, Any]:
 class SparkRuns:
     operator: ServerProcess
     policies: tuple[str, ...]
+    # policy -> the id of its run in whose middle test_failover killed the operator's leader
+    interrupted: dict[str, str] = field(default_factory=dict)
 
 
 @pytest.fixture(scope="session")

@@ -177,6 +177,7 @@ def test_kill_9_of_the_leader_mid_spark_run_and_mid_delete_records(
         return last if state.get("state") == "RUNNING" else None
 
     last = wait_until("the SparkApplication of policy spark to run", running, 600)
+    spark_runs.interrupted["spark"] = last["id"]
     killed, killed_at = _kill_leader(release)
     holder, took = _takeover(release, killed_at)
     app = last["sparkApplication"]
