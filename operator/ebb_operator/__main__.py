@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     from ebb_operator.handlers.runtime import Runtime
 
     handlers.register(settings)
+    liveness = f"http://{args.host}:{args.liveness_port}/healthz" if args.liveness_port else None
     leadership = Leadership(settings) if settings.leader_election else None
     if leadership is not None:
         leadership.start()
@@ -73,9 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             clusterwide=not args.namespace,
             namespaces=args.namespace,
             memo=kopf.Memo(runtime=Runtime.create(settings)),
-            liveness_endpoint=f"http://{args.host}:{args.liveness_port}/healthz"
-            if args.liveness_port
-            else None,
+            liveness_endpoint=liveness,
         )
     finally:
         if leadership is not None:

@@ -11,6 +11,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ebb_operator.election import JITTER
+
 ENV = {
     "namespace": "EBB_OPERATOR_NAMESPACE",
     "default_cluster": "EBB_DEFAULT_CLUSTER",
@@ -109,10 +111,10 @@ class OperatorSettings:
                 f"{ENV['lease_seconds']} ({self.lease_seconds:g}) must be greater than "
                 f"{ENV['renew_deadline_seconds']} ({self.renew_deadline_seconds:g})"
             )
-        if self.renew_deadline_seconds <= 1.2 * self.retry_period_seconds:
+        if self.renew_deadline_seconds <= JITTER * self.retry_period_seconds:
             raise SettingsError(
                 f"{ENV['renew_deadline_seconds']} ({self.renew_deadline_seconds:g}) must be greater than "
-                f"1.2 x {ENV['retry_period_seconds']} ({self.retry_period_seconds:g})"
+                f"{JITTER:g} x {ENV['retry_period_seconds']} ({self.retry_period_seconds:g})"
             )
 
 
