@@ -5,15 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from confluent_kafka import TopicPartition as CkTopicPartition
-from confluent_kafka.admin import AdminClient
-
-from harness.ebb_broker import EbbBroker
 from harness.ports import free_port
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, produce, unique
-from tests.k8s.operator.operator_k8s import Objects, OperatorProcess, broker_metric, ready
-
-DELETE_REQUESTS = 'ebb_requests_total{api="DeleteRecords"}'
+from tests.k8s.operator.operator_k8s import Objects, OperatorProcess, ready
 
 
 def _phase(expected: str) -> Callable[[dict], bool]:
@@ -224,42 +218,6 @@ def test_restart_mid_run_resumes_the_recorded_plan_without_a_second_deletion(
     objects.wait("deleterecords", "resume", lambda o: True)
     assert log_start(kafka_bootstrap, topic, 0) == 20
     assert sum(1 for e in objects.events("resume") if e["reason"] == "RecordsDeleted") == 1
-
-
-def test_a_resumed_plan_sends_nothing_for_partitions_already_cut(
-    metered_broker: EbbBroker, objects: Objects, start_operator: Callable[..., OperatorProcess]
-) -> None:
-    """The state a kill -9 (or a lost leader Lease) leaves between the DeleteRecords request and the status
-    write: the plan recorded, the partitions cut, no low watermark in status. The next operator reads the log
-    starts and records them, and sends no second request (counted at the broker)."""
-    bootstrap = metered_broker.bootstrap
-    topic = unique("dr-cut")
-    create_topic(bootstrap, topic, 2)
-    produce(bootstrap, topic, {0: 20, 1: 20})
-    spec = {
-        "cluster": _cluster(bootstrap),
-        "guard": "None",
-        "partitions": [{"topic": topic, "partition": p, "offset": 10} for p in (0, 1)],
-    }
-    assert objects.apply("DeleteRecords", "cut", spec).returncode == 0
-    recorded = {"phase": "Running", "startedAt": "2026-01-01T00:00:00Z", "partitionCount": 2, "partitions": [
-        {"topic": topic, "partition": p, "requestedOffset": 10, "logStartBefore": 0} for p in (0, 1)
-    ]}  # fmt: skip
-    objects.cp.kubectl(
-        "patch", "-n", objects.namespace, "deleterecords", "cut", "--subresource=status", "--type=merge",
-        "-p", json.dumps({"status": recorded}),
-    )  # fmt: skip
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.delete_records([CkTopicPartition(topic, p, 10) for p in (0, 1)]).values():
-        future.result(30)
-    requests = broker_metric(metered_broker, DELETE_REQUESTS)
-
-    start_operator()
-    obj = objects.wait("deleterecords", "cut", _phase("Succeeded"))
-
-    assert [p["lowWatermark"] for p in obj["status"]["partitions"]] == [10, 10]
-    assert obj["status"]["deletedRecords"] == 20
-    assert broker_metric(metered_broker, DELETE_REQUESTS) == requests
 
 
 def test_cluster_secret_is_read_and_a_missing_one_fails_readably(

@@ -1,8 +1,9 @@
 """Two operator processes with the same settings against one API server: one acts, on each object once,
 counted where it matters, at the broker (ebb-broker's `ebb_requests_total{api="DeleteRecords"}`); after a
 kill -9 of either, the other finishes the work (the waiting one killed: the leader goes on; the leader
-killed: the waiting one takes over). The election's rules on their own: tests/unit/operator/
-test_election.py. Lease timings here are the tier's short ones (conftest.OPERATOR_TEST_SETTINGS)."""
+killed: the waiting one takes over), and what it left half done is finished once. The election's rules
+on their own: tests/unit/operator/test_election.py. Lease timings here are the tier's short ones
+(conftest.OPERATOR_TEST_SETTINGS)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import json
 import socket
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import AdminClient
 
 from harness.bounded import close_within
 from harness.ebb_broker import EbbBroker
@@ -153,3 +157,69 @@ def test_after_kill_9_of_the_leader_the_other_finishes_the_work(
     print(
         f"\ntakeover after kill -9 of the leader: {took_over:.1f} s (lease 6 s); work done: {finished:.1f} s"
     )
+
+
+def _patch_status(objects: Objects, plural: str, name: str, status: dict[str, Any]) -> None:
+    objects.cp.kubectl(
+        "patch", "-n", objects.namespace, plural, name, "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+
+
+def test_what_a_killed_leader_left_is_finished_once(
+    metered_broker: EbbBroker, objects: Objects, start_operator: Callable[..., OperatorProcess]
+) -> None:
+    """The states a kill -9 (or a lost Lease) leaves, made exactly, then one operator started. A DeleteRecords
+    cut off between its request and its status write (plan recorded, partitions cut): its log starts are
+    read and recorded, no second request. A RetentionPolicy run cut off after it created its DeleteRecords:
+    that DeleteRecords ends the same run (no new analysis, no second DeleteRecords)."""
+    bootstrap = metered_broker.bootstrap
+    topic = unique("le-left")
+    create_topic(bootstrap, topic, 3)
+    produce(bootstrap, topic, {0: 20, 1: 20, 2: 20})
+    cluster = {"bootstrapServers": bootstrap}
+    spec = {"cluster": cluster, "guard": "None", "partitions": [
+        {"topic": topic, "partition": p, "offset": 10} for p in (0, 1)
+    ]}  # fmt: skip
+    assert objects.apply("DeleteRecords", "cut", spec).returncode == 0
+    planned = [{"topic": topic, "partition": p, "requestedOffset": 10, "logStartBefore": 0} for p in (0, 1)]
+    _patch_status(objects, "deleterecords", "cut", {
+        "phase": "Running", "startedAt": "2026-01-01T00:00:00Z", "partitionCount": 2, "partitions": planned,
+    })  # fmt: skip
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_records([CkTopicPartition(topic, p, 10) for p in (0, 1)]).values():
+        future.result(30)
+    started = datetime.now(UTC)  # the next run is due an interval (1h) after this one started
+    run = started.strftime("%Y%m%d-%H%M%S")
+    policy = {"cluster": cluster, "topics": {"include": [topic]}, "consumedRetention": "1h",
+              "schedule": {"interval": "1h"}, "analysis": {"engine": "Local"}}  # fmt: skip
+    assert objects.apply("RetentionPolicy", "policy", policy).returncode == 0
+    _patch_status(objects, "retentionpolicies", "policy", {"lastRun": {
+        "id": run, "startedAt": started.strftime("%Y-%m-%dT%H:%M:%SZ"), "engine": "Local",
+        "outcome": "Running",
+    }})  # fmt: skip
+    run_cut = {
+        "cluster": cluster,
+        "guard": "None",
+        "partitions": [{"topic": topic, "partition": 2, "offset": 5}],
+    }
+    body = {"apiVersion": "ebb.dev/v1alpha1", "kind": "DeleteRecords",
+            "metadata": {"name": f"policy-{run}", "labels": {"ebb.dev/retention-policy": "policy"}},
+            "spec": run_cut}  # fmt: skip
+    objects.cp.kubectl("apply", "-n", objects.namespace, "-f", "-", stdin=json.dumps(body))
+    requests = broker_metric(metered_broker, DELETE_REQUESTS, default=0)
+
+    start_operator()
+    cut = objects.wait("deleterecords", "cut", lambda o: o["status"].get("phase") == "Succeeded")
+    done = objects.wait(
+        "retentionpolicies", "policy", lambda o: (o["status"].get("lastCompletedRun") or {}).get("id") == run
+    )
+
+    assert [p["lowWatermark"] for p in cut["status"]["partitions"]] == [10, 10]
+    assert cut["status"]["deletedRecords"] == 20
+    assert (done["status"]["lastRun"]["id"], done["status"]["lastRun"]["outcome"]) == (run, "Succeeded")
+    assert f"via DeleteRecords policy-{run}" in done["status"]["lastRun"]["message"]
+    listed = objects.cp.kubectl_json("get", "-n", objects.namespace, "deleterecords")["items"]
+    assert sorted(o["metadata"]["name"] for o in listed) == ["cut", f"policy-{run}"]
+    # One request: the policy's DeleteRecords; the cut one is recorded from the log starts.
+    assert broker_metric(metered_broker, DELETE_REQUESTS) - requests == 1
