@@ -106,6 +106,13 @@ WEBHOOK_MANAGED_RULES: list[dict[str, Any]] = [
     },
 ]
 
+# In the operator's own namespace only (a Role): leader election (ebb_operator/leader.py). Every replica
+# reads the Lease and writes it to take or renew it; the leader posts an Event on it when it changes.
+LEADER_ELECTION_RULES: list[dict[str, Any]] = [
+    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+]
+
 # Only with operator.allowInlineClusters (single-team installs): spec.cluster.secretRef in any namespace.
 INLINE_CLUSTER_RULES: list[dict[str, Any]] = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
 
@@ -128,6 +135,7 @@ FILES: dict[str, list[dict[str, Any]]] = {
     "operator-namespaced-rules.yaml": NAMESPACED_RULES,
     "operator-cluster-scoped-rules.yaml": CLUSTER_SCOPED_RULES,
     "operator-own-namespace-rules.yaml": OWN_NAMESPACE_RULES,
+    "operator-leader-election-rules.yaml": LEADER_ELECTION_RULES,
     "operator-inline-cluster-rules.yaml": INLINE_CLUSTER_RULES,
     "operator-webhook-certificate-rules.yaml": WEBHOOK_CERTIFICATE_RULES,
     "operator-webhook-ca-rules.yaml": WEBHOOK_CA_RULES,
@@ -143,6 +151,18 @@ def cluster_role(name: str = "ebb-operator") -> dict[str, Any]:
         "metadata": {"name": name},
         "rules": RULES,
     }
+
+
+def leader_election_role(name: str, namespace: str, account: str) -> list[dict[str, Any]]:
+    """The Role with LEADER_ELECTION_RULES in the operator's namespace, bound to its ServiceAccount."""
+    meta = {"name": name, "namespace": namespace}
+    return [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
+         "rules": LEADER_ELECTION_RULES},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]},
+    ]  # fmt: skip
 
 
 def rules_yaml(rules: list[dict[str, Any]] | None = None) -> str:

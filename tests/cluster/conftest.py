@@ -13,7 +13,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +38,12 @@ TOOLBOX = "toolbox"
 Say = Callable[[str], None]
 # The modules in the order they run. test_host_restored starts and kills a node of its own, so it runs
 # before the session's node exists. The SparkApplication runs start with the first test that has the
-# release (fixture spark_runs) and take minutes: the quick tests run meanwhile, test_spark_application
-# checks them, and only then does test_broker_restart restart the broker they read from. Uninstall last.
+# release (fixture spark_runs) and take minutes: test_failover kills the operator's leader in the middle
+# of one, the quick tests run meanwhile, test_spark_application checks them, and only then does
+# test_broker_restart restart the broker they read from. Uninstall last.
 ORDER = (
     "test_host_restored.py",
+    "test_failover.py",
     "test_chart_on_node.py",
     "test_examples_on_node.py",
     "test_observability.py",
@@ -233,6 +235,8 @@ def spark_policy(name: str, **spark: Any) -> dict[str, Any]:
 class SparkRuns:
     operator: ServerProcess
     policies: tuple[str, ...]
+    # policy -> the id of its run in whose middle test_failover killed the operator's leader
+    interrupted: dict[str, str] = field(default_factory=dict)
 
 
 @pytest.fixture(scope="session")

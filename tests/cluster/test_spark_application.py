@@ -56,6 +56,14 @@ def test_spark_application_runs_as_pods_and_a_failing_driver_shows_in_the_status
     assert app["status"]["executorState"], app["status"]
     assert ok["status"]["summary"]["deletableRecords"] == 12
     assert release.pod_json_lines(TOOLBOX, "log-start", SPARK_TOPIC) == [{"0": 12}]
+    # test_failover killed the operator's leader in the middle of this run: the next leader followed the
+    # same SparkApplication to its end (no new run), and the run made one DeleteRecords. (A run before it
+    # may have failed: spark-submit gives up when the API server is slow to answer on a loaded machine.)
+    assert last["id"] == spark_runs.interrupted["spark"], (last, spark_runs.interrupted)
+    owned = release.cluster.kubectl_json(
+        "get", "deleterecords", "-n", NAMESPACE, "-l", "ebb.dev/retention-policy=spark"
+    )["items"]
+    assert [o["metadata"]["name"] for o in owned] == [f"spark-{last['id']}"]
 
     last = failed["status"]["lastRun"]
     assert (last["engine"], last["outcome"]) == ("SparkApplication", "Failed"), failed["status"]

@@ -161,6 +161,9 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
             # Secrets are read in the operator's own namespace only (the KafkaClusters' credentials).
             ("get", "secrets", "yes"),
             ("get", "secrets -n default", "no"),
+            # The leader election's Lease, in its own namespace only.
+            ("update", "leases.coordination.k8s.io", "yes"),
+            ("update", "leases.coordination.k8s.io -n default", "no"),
             ("create", "kafkaclusters.ebb.dev", "no"),
         ]:
             resource, *where = resource.split(" -n ")
@@ -255,7 +258,7 @@ def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPla
     """Cluster-wide: the operator's ClusterRole has exactly ebb_operator.rbac.RULES. Namespaced: per
     namespace a Role with the namespaced rules, and a ClusterRole with the cluster-scoped ones. Either way a
     Role in the release namespace reads the KafkaClusters' Secrets, and nothing reads Secrets elsewhere
-    unless inline clusters are allowed."""
+    unless inline clusters are allowed; another there holds the leader election's Lease."""
     from ebb_operator import rbac
 
     def render(*options: str) -> list[dict[str, Any]]:
@@ -274,7 +277,10 @@ def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPla
         (d["metadata"]["namespace"], d["metadata"]["name"]): d["rules"] for d in docs if d["kind"] == "Role"
     }
     credentials = [*rbac.OWN_NAMESPACE_RULES, *rbac.WEBHOOK_CERTIFICATE_RULES]
-    assert roles == {("ebb", "ebb-operator-credentials"): credentials}
+    assert roles == {
+        ("ebb", "ebb-operator-credentials"): credentials,
+        ("ebb", "ebb-operator-leader-election"): rbac.LEADER_ELECTION_RULES,
+    }
     with_cert_manager = render("--set", "operator.webhook.certManager.enabled=true")
     assert operator_role(with_cert_manager)["rules"] == rbac.RULES
     tenant = {

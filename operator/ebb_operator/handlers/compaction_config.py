@@ -136,9 +136,9 @@ async def compactionconfig_resync(
     await _reconcile(runtime(memo), body, compactionconfig_claims)
 
 
+@metrics.reconciles(KIND)
 async def _reconcile(rt: Runtime, body: kopf.Body, claims_index: kopf.Index[str, Claim]) -> None:
     async with _locks[str(body.metadata.uid)]:
-        metrics.RECONCILES.labels(KIND).inc()
         out = StatusWriter(
             body, RESOURCE, CompactionConfigStatus.model_validate(dict(body.get("status") or {}))
         )

@@ -244,6 +244,19 @@ def _guarded_delete(
     return blockers, admin.delete_records(allowed)
 
 
+def _cut_before(
+    admin: ClusterAdmin, pending: dict[TopicPartition, PartitionResult]
+) -> dict[TopicPartition, int]:
+    """The log starts already at or past their target: what an attempt cut off between its request and
+    its status write (kill -9, a lost leader Lease) deleted. Blocking: runs in a worker thread."""
+    starts = admin.offsets(list(pending), EARLIEST)
+    return {
+        tp: r.offset
+        for tp, r in starts.items()
+        if r.error is None and r.offset is not None and r.offset >= pending[tp].requested_offset
+    }
+
+
 def _finish(status: DeleteRecordsStatus) -> tuple[ConditionStatus, str, str]:
     done = [r for r in status.partitions if r.low_watermark is not None]
     failed = [r for r in status.partitions if r.error is not None]
@@ -267,10 +280,10 @@ def wait_seconds(retry: int) -> float:
 
 
 @kopf.on.create(GROUP, VERSION, CRD.plural, id="deleterecords-execute")
+@metrics.reconciles(KIND)
 async def deleterecords_create(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> None:
     """Run the request once; on an operator restart mid-run, kopf calls this again and it resumes."""
     rt = runtime(memo)
-    metrics.RECONCILES.labels(KIND).inc()
     status = DeleteRecordsStatus.model_validate(dict(body.get("status") or {}))
     if status.phase in TERMINAL_PHASES:
         return
@@ -293,6 +306,7 @@ async def _execute(
     rt: Runtime, out: StatusWriter[DeleteRecordsStatus], spec: DeleteRecordsSpec, conn: ClusterConnection
 ) -> None:
     status, body = out.status, out.body
+    resumed = bool(status.partitions)  # the plan of an earlier attempt, of this process or another
     if not status.partitions:
         try:
             status.partitions, status.bytes_before = await rt.admins.call(conn, lambda a: _plan(a, spec))
@@ -320,6 +334,15 @@ async def _execute(
         # Record the plan before acting: a restart from here resumes exactly these target offsets.
         await out.write(ConditionStatus.UNKNOWN, "Running", f"deleting in {len(_pending(status))} partitions")
     pending = _pending(status)
+    if pending and resumed:
+        # Read before sending again, so a partition is sent in one DeleteRecords request, not two, however
+        # the earlier attempt ended (sending again would be harmless: DeleteRecords is idempotent, KIP-107).
+        try:
+            for tp, start in (await rt.admins.call(conn, lambda a: _cut_before(a, pending))).items():
+                pending[tp].low_watermark = start
+        except Exception as exc:  # not known: the requests below find out, idempotently
+            log.info("log starts before resuming not read: %s", exc)
+        pending = _pending(status)
     if pending:
         targets = ", ".join(f"{tp}<{r.requested_offset}" for tp, r in sorted(pending.items()))
         kopf.info(body, reason="DeletingRecords", message=f"deleting records below {targets}"[:1024])

@@ -50,8 +50,8 @@ for _crd in (DR_CRD, CC_CRD, RP_CRD):
     kopf.index(GROUP, VERSION, _crd.plural, id=f"{_crd.singular}_clusters")(_index)
 
 
+@metrics.reconciles(KIND)
 async def reconcile(rt: Runtime, body: kopf.Body, usage: Counter[str]) -> None:
-    metrics.RECONCILES.labels(KIND).inc()
     name = body.metadata.name or ""
     out = StatusWriter(body, RESOURCE, KafkaClusterStatus.model_validate(dict(body.get("status") or {})))
     out.status.used_by = [Usage(namespace=ns, objects=n) for ns, n in sorted(usage.items())]

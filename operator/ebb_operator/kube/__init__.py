@@ -34,8 +34,11 @@ from ebb_operator.kube.custom_objects import (
     patch_status,
 )
 from ebb_operator.kube.errors import AlreadyExistsError, ForbiddenError, KubeApiError, NotFoundError
+from ebb_operator.kube.events import post_event
+from ebb_operator.kube.leases import create_lease, read_lease, replace_lease
 from ebb_operator.kube.resources import (
     CLUSTER_LABEL,
+    LEASES,
     POLICY_LABEL,
     RUN_LABEL,
     SPARK_APPLICATIONS,
@@ -46,6 +49,7 @@ from ebb_operator.kube.resources import (
 
 __all__ = [
     "CLUSTER_LABEL",
+    "LEASES",
     "POLICY_LABEL",
     "RUN_LABEL",
     "SPARK_APPLICATIONS",
@@ -57,6 +61,7 @@ __all__ = [
     "Resource",
     "api_client",
     "apply_webhook_configuration",
+    "create_lease",
     "create_object",
     "create_secret",
     "create_tls_secret",
@@ -69,11 +74,14 @@ __all__ = [
     "namespace_labels",
     "owner_reference",
     "patch_status",
+    "post_event",
     "read_config_map_data",
+    "read_lease",
     "read_secret",
     "read_tls_secret",
     "read_webhook_configuration",
     "replace_tls_secret",
+    "replace_lease",
     "reset_client",
     "set_webhook_ca_bundle",
     "upsert_config_map",

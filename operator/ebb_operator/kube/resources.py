@@ -29,6 +29,7 @@ class Resource:
 
 
 SPARK_APPLICATIONS = Resource("sparkoperator.k8s.io", "v1beta2", "sparkapplications", "SparkApplication")
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,7 @@ def _operator_rbac(cp: ControlPlane) -> Path:
             "rules": rbac.OWN_NAMESPACE_RULES,
         },
         binding("Role", "ebb-tenancy-credentials", OPERATOR_NS),
+        *rbac.leader_election_role("ebb-tenancy-leader-election", OPERATOR_NS, OPERATOR_SA),
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",

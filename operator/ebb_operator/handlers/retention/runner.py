@@ -193,15 +193,18 @@ class PolicyRunner:
 
         return SparkApplicationEngine(self.body, self.owner, self.labels, self.rt.settings, record)
 
+    @metrics.reconciles(KIND)
     async def run(self, spec: RetentionPolicySpec) -> None:
-        """One run, start to finish; every outcome ends in lastRun, lastCompletedRun and Ready."""
+        """One run, start to finish; every outcome ends in lastRun, lastCompletedRun and Ready.
+
+        A run cut off (an operator restart, a new leader) goes on from what it left: its DeleteRecords if it
+        created one (the plan handed on), else its SparkApplication; a Local analysis starts again."""
         last = self.status.last_run
-        if (
-            last is not None
-            and last.outcome is RunOutcome.RUNNING
-            and last.engine is Engine.SPARK_APPLICATION
-        ):
-            run_id = last.id  # the operator restarted mid-run: follow the same SparkApplication
+        cut_off = last if last is not None and last.outcome is RunOutcome.RUNNING else None
+        handed_on = await asyncio.to_thread(self._delete_records_of, cut_off.id) if cut_off else None
+        if cut_off is not None and (handed_on or cut_off.engine is Engine.SPARK_APPLICATION):
+            last, run_id = cut_off, cut_off.id
+            last.delete_records = handed_on
         else:
             run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
             last = LastRun(
@@ -211,7 +214,6 @@ class PolicyRunner:
             await self.out.write(
                 ConditionStatus.UNKNOWN, "Running", f"run {run_id} ({spec.analysis.engine.value})"
             )
-        metrics.RECONCILES.labels(KIND).inc()
         self._plan = None
         try:
             reason, message = await self._run(spec, last)
@@ -250,8 +252,19 @@ class PolicyRunner:
             self.status.conditions, "TopicsMatched", status, reason, message, self.out.generation
         )
 
+    def _delete_records_of(self, run_id: str) -> str | None:
+        """The DeleteRecords a run created (its name follows the run's id), if it exists. Blocking."""
+        name = f"{self.name}-{run_id}"[:253]
+        try:
+            kube.get_object(kube.ObjectRef(DELETE_RECORDS, self.namespace, name))
+        except kube.NotFoundError:
+            return None
+        return name
+
     async def _run(self, spec: RetentionPolicySpec, last: LastRun) -> tuple[str, str]:
         """(reason, message) of a run that ended; raises for one that failed."""
+        if last.delete_records:  # resumed after the plan was handed on: its DeleteRecords ends the run
+            return await self._deleted(last.delete_records, last, "resumed after an operator restart")
         rt = self.rt
         target = await cluster.resolve(rt, self.namespace, spec.cluster_ref, spec.cluster)
         metadata = await rt.admins.call(target.connection, lambda a: a.metadata())
@@ -318,14 +331,15 @@ class PolicyRunner:
         last.delete_records = name
         with contextlib.suppress(kube.AlreadyExistsError):  # created before an operator restart
             await asyncio.to_thread(kube.create_object, DELETE_RECORDS, self.namespace, body)
+        return await self._deleted(name, last, f"plan: {plan.summary.reclaimable_bytes} bytes; {note}")
+
+    async def _deleted(self, name: str, last: LastRun, note: str) -> tuple[str, str]:
+        """Follow the run's DeleteRecords to its end: the run's outcome."""
         await self.out.write(ConditionStatus.UNKNOWN, "Deleting", f"waiting for DeleteRecords {name}")
         done = await self._follow(name)
         if done.phase is Phase.SUCCEEDED:
             last.outcome = RunOutcome.SUCCEEDED
-            message = (
-                f"deleted {done.deleted_records or 0} records (plan: {plan.summary.reclaimable_bytes} bytes) "
-                f"via DeleteRecords {name}; {note}"
-            )
+            message = f"deleted {done.deleted_records or 0} records via DeleteRecords {name} ({note})"
             kopf.info(self.body, reason="RecordsDeleted", message=message[:1024])
             return "Succeeded", message
         ready = next((c for c in done.conditions if c.type == "Ready"), None)
