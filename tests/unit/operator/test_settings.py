@@ -55,6 +55,8 @@ def test_the_webhook_is_off_unless_a_port_is_set_and_defaults_to_the_charts_serv
 def test_a_bad_webhook_port_names_the_variable(port: str) -> None:
     with pytest.raises(SettingsError, match=r"EBB_WEBHOOK_PORT='.*': expected a port number"):
         OperatorSettings.from_env({"EBB_WEBHOOK_PORT": port})
+
+
 def test_leader_election_is_on_by_default_with_client_gos_proportions() -> None:
     s = OperatorSettings.from_env({})
     assert s.leader_election and s.lease_name == "ebb-operator" and s.log_format == "plain"
