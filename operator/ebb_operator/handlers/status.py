@@ -17,6 +17,8 @@ import kopf
 from ebb_operator import kube, metrics
 from ebb_operator.handlers.errors import reason_of
 from ebb_operator.models.common import ConditionStatus, Status, set_condition
+from ebb_operator.models.messages import CONDITION_MESSAGE, EVENT_MESSAGE, bounded
+from ebb_operator.models.reasons import Reason
 
 S = TypeVar("S", bound=Status)
 log = logging.getLogger(__name__)
@@ -48,20 +50,25 @@ class StatusWriter(Generic[S]):
         cond = next((c for c in self.status.conditions if c.type == "Ready"), None)
         return cond.status if cond else None
 
-    async def write(self, ready: ConditionStatus, reason: str, message: str) -> None:
+    async def write(self, ready: ConditionStatus, reason: Reason, message: str) -> None:
         self.status.conditions = set_condition(
-            self.status.conditions, "Ready", ready, reason, message[:32768], self.generation
+            self.status.conditions,
+            "Ready",
+            ready,
+            reason,
+            bounded(message, CONDITION_MESSAGE),
+            self.generation,
         )
         self.status.observed_generation = self.generation
         await asyncio.to_thread(kube.patch_status, self.ref, self._render(self.status))
 
-    async def failed(self, exc: BaseException, *, message: str | None = None) -> str:
+    async def failed(self, exc: BaseException, *, message: str | None = None) -> Reason:
         """Record a failure: Ready=False with the exception class's reason, a warning Event, the metric."""
         reason = reason_of(exc)
         message = message or str(exc) or type(exc).__name__
-        if reason == "InternalError":
+        if reason is Reason.INTERNAL_ERROR:
             log.exception("%s %s/%s: unexpected error", self.kind, self.ref.namespace, self.ref.name)
         await self.write(ConditionStatus.FALSE, reason, message)
-        kopf.warn(self.body, reason=reason, message=message[:1024])
+        kopf.warn(self.body, reason=reason, message=bounded(message, EVENT_MESSAGE))
         metrics.FAILURES.labels(self.kind, reason).inc()
         return reason

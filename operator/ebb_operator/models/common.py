@@ -18,6 +18,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonValue
 
+from ebb_operator.models.messages import CONDITION_MESSAGE
+
 GROUP = "ebb.dev"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -165,7 +167,7 @@ class Condition(Observed):
     type: str = Field(min_length=1, max_length=316)
     status: ConditionStatus
     reason: str = Field(pattern=REASON_PATTERN, max_length=1024)
-    message: str = Field(default="", max_length=32768)
+    message: str = Field(default="", max_length=CONDITION_MESSAGE)
     last_transition_time: str | None = None
     observed_generation: int | None = Field(default=None, ge=0)
 

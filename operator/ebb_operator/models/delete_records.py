@@ -25,6 +25,7 @@ from ebb_operator.models.common import (
     validated,
 )
 from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column
+from ebb_operator.models.reasons import Reason
 
 HIGH_WATERMARK = -1  # KIP-107: offset -1 means "up to the high watermark"
 MAX_PARTITIONS = 10000  # partitions of one DeleteRecords (the API server keeps objects small)
@@ -96,6 +97,10 @@ class PartitionResult(Observed):
     requested_offset: int = Field(description="The offset asked for; -1 is resolved before deleting.")
     low_watermark: int | None = None
     error: str | None = None
+    refused: bool = Field(
+        default=False,
+        description="The guard refused the partition: error names the groups not consumed past the offset.",
+    )
     retrying: str | None = Field(
         default=None,
         description="The retriable error of the last attempt, while it is retried (until spec.timeout).",
@@ -127,13 +132,13 @@ class DeleteRecordsStatus(Status):
 def phase_from_conditions(conditions: list[Condition]) -> Phase:
     """Phase is a view of Ready: True=Succeeded, Unknown=Running, False=PartiallyFailed or Failed."""
     ready = find_condition(conditions, "Ready")
-    if ready is None or ready.reason == "Pending":
+    if ready is None or ready.reason == Reason.PENDING:
         return Phase.PENDING
     if ready.status is ConditionStatus.TRUE:
         return Phase.SUCCEEDED
     if ready.status is ConditionStatus.UNKNOWN:
         return Phase.RUNNING
-    return Phase.PARTIALLY_FAILED if ready.reason == "PartiallyFailed" else Phase.FAILED
+    return Phase.PARTIALLY_FAILED if ready.reason == Reason.PARTIALLY_FAILED else Phase.FAILED
 
 
 CRD = CrdInfo(
