@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 import yaml
 
 from ebb_operator import rbac
+from harness.bounded import wait_until
 from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
 from harness.ports import free_port
@@ -111,17 +111,18 @@ def start_operator(
             )
         op = OperatorProcess(proc, log, metrics_port)
         started.append(op)
-        deadline = time.monotonic() + 60
-        while True:
+
+        def live() -> bool:
             if proc.poll() is not None:
                 raise RuntimeError(f"operator exited {proc.returncode}:\n{log.read_text()}")
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{liveness_port}/healthz", timeout=1):
-                    return op
+                    return True
             except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"operator not live within 60s:\n{log.read_text()}") from None
-                time.sleep(0.2)
+                return False
+
+        wait_until("the operator live (/healthz)", live, 60, detail=lambda _: "\n" + log.read_text())
+        return op
 
     yield start
     for op in started:
