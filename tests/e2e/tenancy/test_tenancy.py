@@ -35,11 +35,11 @@ OPERATOR_NS, OPERATOR_SA = "ebb-tenancy-operator", "ebb-operator"
 HOUR_MS = 3_600_000
 
 
-@dataclass
 def _ready(obj: dict[str, Any]) -> dict[str, Any] | None:
     return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"), None)
 
 
+@dataclass
 class Tenancy:
     cp: ControlPlane
     kind: str  # ebb-broker or apache-kafka
