@@ -214,7 +214,9 @@ class GroupNames(Protocol):
     """The groups behind a hold, asked only for the partitions concerned (by their index in the list
     `decide` was given): naming them is a read of the commits filtered to those partitions."""
 
-    def missing(self, partitions: Sequence[int]) -> Mapping[int, Missing]: ...
+    def missing(self, partitions: Sequence[int]) -> Mapping[int, Missing]:
+        """The counted readers of each partition's topic without a commit on the partition."""
+        ...
 
     def out_of_range(self, partitions: Sequence[int]) -> Mapping[int, Named]:
         """The counted groups whose commit lies outside [log start, high watermark]."""
@@ -249,8 +251,8 @@ class Cut(NamedTuple):
 
 @dataclass(slots=True, kw_only=True)
 class PartitionDecision:
-    """One partition of the plan (not frozen: 100 000s are built per run, and a frozen dataclass costs
-    twice as much to build)."""
+    """One partition of the plan (not frozen: 100 000s are built in a large run, and a frozen dataclass
+    is slower to build)."""
 
     topic: str
     partition: int
