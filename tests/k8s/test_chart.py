@@ -7,8 +7,7 @@ operator as local processes (no kubelet runs pods here) with the chart's setting
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from harness.bounded import wait_until
 from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
 from harness.operator_process import deployment_settings, running_operator
@@ -110,15 +110,6 @@ def test_schema_rejects_bad_values_with_a_clear_message(
     result = control_plane.helm("template", "ebb", str(CHART), "--set", option, check=False)
     assert result.returncode != 0
     assert message in result.stderr, result.stderr
-
-
-def _wait(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while (result := check()) is None or result is False:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
-    return result
 
 
 @pytest.fixture
@@ -215,7 +206,7 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
                 obj = control_plane.kubectl_json("get", "deleterecords", "orders-consumed", "-n", namespace)
                 return obj if obj.get("status", {}).get("phase") in {"Succeeded", "Failed"} else None
 
-            status = _wait("the DeleteRecords example", dr_done)["status"]
+            status = wait_until("the DeleteRecords example", dr_done, 90, interval=0.5)["status"]
             assert status["phase"] == "Succeeded", (status, operator.log_tail())
             assert sorted((p["partition"], p["lowWatermark"]) for p in status["partitions"]) == [
                 (0, 30),
@@ -228,7 +219,7 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
                 conds = obj.get("status", {}).get("conditions", [])
                 return obj if any(c["type"] == "Ready" and c["status"] == "True" for c in conds) else None
 
-            cc = _wait("the CompactionConfig example", cc_ready)["status"]
+            cc = wait_until("the CompactionConfig example", cc_ready, 90, interval=0.5)["status"]
             assert [(t["topic"], t["state"]) for t in cc["topics"]] == [("customer-profiles", "Applied")]
             resource = ConfigResource(ConfigResource.Type.TOPIC, "customer-profiles")
             entries = admin.describe_configs([resource])[resource].result(30)

@@ -16,8 +16,9 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
 from ebb_operator.analysis.commits_admin import read_committed_offsets
+from ebb_operator.analysis.decide import PlanResult
 from ebb_operator.analysis.offsets_source import latest_commits, latest_group_metadata, read_offsets_topic
-from ebb_operator.analysis.plan import PlanResult, compute_plan, plan_from_offsets, prepare
+from ebb_operator.analysis.plan import compute_plan, plan_from_offsets, prepare
 from ebb_operator.analysis.policy import AnalysisPolicy
 from ebb_operator.analysis.snapshot import GroupState, Snapshot, empty_groups, take_snapshot
 from ebb_operator.kafka import ClusterAdmin, ClusterConnection

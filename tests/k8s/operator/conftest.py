@@ -7,7 +7,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 import yaml
 
 from ebb_operator import rbac
+from harness.bounded import wait_until
 from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
 from harness.ports import free_port, free_ports
@@ -124,18 +124,20 @@ def start_operators(
                 proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path)
             started.append(OperatorProcess(proc, log, port))
             launched.append((started[-1], liveness_port))
-        deadline = time.monotonic() + 60
         for op, liveness_port in launched:
-            while True:
+
+            def live(op: OperatorProcess = op, liveness_port: int = liveness_port) -> bool:
                 if op.process.poll() is not None:
                     raise RuntimeError(f"operator exited {op.process.returncode}:\n{op.log.read_text()}")
                 try:
                     with urllib.request.urlopen(f"http://127.0.0.1:{liveness_port}/healthz", timeout=1):
-                        break
+                        return True
                 except OSError:
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"operator not live within 60s:\n{op.log.read_text()}") from None
-                    time.sleep(0.2)
+                    return False
+
+            wait_until(
+                "the operator live (/healthz)", live, 60, detail=lambda _, op=op: "\n" + op.log.read_text()
+            )
         return [op for op, _ in launched]
 
     yield start

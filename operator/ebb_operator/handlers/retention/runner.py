@@ -40,7 +40,9 @@ from ebb_operator.models.delete_records import (
     Guard,
     Phase,
 )
+from ebb_operator.models.messages import EVENT_MESSAGE, PROGRESS_MESSAGE, bounded
 from ebb_operator.models.plan import PlanSummary
+from ebb_operator.models.reasons import Reason
 from ebb_operator.models.retention_policy import (
     CRD,
     Engine,
@@ -151,10 +153,12 @@ class PolicyRunner:
                 ready = next((c for c in self.status.conditions if c.type == "Ready"), None)
                 if (
                     ready is None
-                    or ready.reason != "Suspended"
+                    or ready.reason != Reason.SUSPENDED
                     or self.status.observed_generation != self.out.generation
                 ):
-                    await self.out.write(ConditionStatus.TRUE, "Suspended", "spec.suspend is true: no runs")
+                    await self.out.write(
+                        ConditionStatus.TRUE, Reason.SUSPENDED, "spec.suspend is true: no runs"
+                    )
                 await stopped.wait(poll)
                 continue
             # A changed spec (dryRun flipped, topics edited) runs now rather than at the next interval.
@@ -189,7 +193,7 @@ class PolicyRunner:
         async def record(app: str) -> None:
             if self.status.last_run is not None and self.status.last_run.spark_application != app:
                 self.status.last_run.spark_application = app
-                await self.out.write(ConditionStatus.UNKNOWN, "Running", f"SparkApplication {app}")
+                await self.out.write(ConditionStatus.UNKNOWN, Reason.RUNNING, f"SparkApplication {app}")
 
         return SparkApplicationEngine(self.body, self.owner, self.labels, self.rt.settings, record)
 
@@ -212,7 +216,7 @@ class PolicyRunner:
             )
             self.status.last_run = last
             await self.out.write(
-                ConditionStatus.UNKNOWN, "Running", f"run {run_id} ({spec.analysis.engine.value})"
+                ConditionStatus.UNKNOWN, Reason.RUNNING, f"run {run_id} ({spec.analysis.engine.value})"
             )
         self._plan = None
         try:
@@ -224,13 +228,13 @@ class PolicyRunner:
             last.outcome = RunOutcome.FAILED
             last.completed_at = now_rfc3339()
             cause = str(exc) or type(exc).__name__
-            last.message = f"run {run_id} failed: {cause}"[:1024]
+            last.message = bounded(f"run {run_id} failed: {cause}", EVENT_MESSAGE)
             self.status.last_completed_run = last
             reason = await self.out.failed(exc, message=last.message)
             metrics.POLICY_RUNS.labels(self.namespace, self.name, RunOutcome.FAILED.value).inc()
             log.warning("%s/%s run %s failed (%s): %s", self.namespace, self.name, run_id, reason, cause)
             return
-        last.message = message[:1024]
+        last.message = bounded(message, EVENT_MESSAGE)
         last.completed_at = now_rfc3339()
         self._record_plan()
         self.status.last_completed_run = last
@@ -244,9 +248,13 @@ class PolicyRunner:
     def _matched(self, matched: bool) -> None:
         """The TopicsMatched condition: an empty match is a normal run, said so in its own condition."""
         status, reason, message = (
-            (ConditionStatus.TRUE, "Matched", "spec.topics matches topics of the cluster")
+            (ConditionStatus.TRUE, Reason.MATCHED, "spec.topics matches topics of the cluster")
             if matched
-            else (ConditionStatus.FALSE, "NothingMatched", "no topic of the cluster matches spec.topics")
+            else (
+                ConditionStatus.FALSE,
+                Reason.NOTHING_MATCHED,
+                "no topic of the cluster matches spec.topics",
+            )
         )
         self.status.conditions = set_condition(
             self.status.conditions, "TopicsMatched", status, reason, message, self.out.generation
@@ -261,7 +269,7 @@ class PolicyRunner:
             return None
         return name
 
-    async def _run(self, spec: RetentionPolicySpec, last: LastRun) -> tuple[str, str]:
+    async def _run(self, spec: RetentionPolicySpec, last: LastRun) -> tuple[Reason, str]:
         """(reason, message) of a run that ended; raises for one that failed."""
         if last.delete_records:  # resumed after the plan was handed on: its DeleteRecords ends the run
             return await self._deleted(last.delete_records, last, "resumed after an operator restart")
@@ -277,7 +285,7 @@ class PolicyRunner:
                 policy=f"{self.namespace}/{self.name}", run_id=last.id, now_ms=0, summary=PlanSummary()
             )
             last.outcome = RunOutcome.NOTHING_TO_DELETE
-            return "NothingToDelete", "no topic matches spec.topics"
+            return Reason.NOTHING_TO_DELETE, "no topic matches spec.topics"
         forced: ForcedRetention | None = None
         if spec.forced_retention is not None:
             forced = await rt.admins.call(
@@ -288,7 +296,9 @@ class PolicyRunner:
             )
             if forced.changes:
                 reason = "ForcedRetentionDryRun" if spec.dry_run else "ForcedRetentionApplied"
-                kopf.info(self.body, reason=reason, message=forced.describe(spec.dry_run)[:1024])
+                kopf.info(
+                    self.body, reason=reason, message=bounded(forced.describe(spec.dry_run), EVENT_MESSAGE)
+                )
                 if not spec.dry_run:
                     metrics.CONFIGS_APPLIED.labels(KIND).inc(len(forced.changes))
         access = target.access
@@ -314,17 +324,17 @@ class PolicyRunner:
                 f"dry run: would delete {summary.deletable_records} records "
                 f"({summary.reclaimable_bytes} bytes) in {len(plan.deletes)} partitions; {held}{forced_note}"
             )
-            kopf.info(self.body, reason="DryRun", message=message[:1024])
-            return "DryRun", message
+            kopf.info(self.body, reason="DryRun", message=bounded(message, EVENT_MESSAGE))
+            return Reason.DRY_RUN, message
         if not plan.deletes:
             last.outcome = RunOutcome.HELD if summary.held_partitions else RunOutcome.NOTHING_TO_DELETE
-            reason = "Held" if summary.held_partitions else "NothingToDelete"
+            reason = Reason.HELD if summary.held_partitions else Reason.NOTHING_TO_DELETE
             return reason, f"nothing to delete; {held}{forced_note}"
         return await self._delete(spec, plan, last, held + forced_note)
 
     async def _delete(
         self, spec: RetentionPolicySpec, plan: RunPlan, last: LastRun, note: str
-    ) -> tuple[str, str]:
+    ) -> tuple[Reason, str]:
         labels = {**self.labels, kube.RUN_LABEL: plan.run_id[:63]}
         body = delete_records_object(self.body, spec, plan, self.owner, labels)
         name = body["metadata"]["name"]
@@ -333,15 +343,15 @@ class PolicyRunner:
             await asyncio.to_thread(kube.create_object, DELETE_RECORDS, self.namespace, body)
         return await self._deleted(name, last, f"plan: {plan.summary.reclaimable_bytes} bytes; {note}")
 
-    async def _deleted(self, name: str, last: LastRun, note: str) -> tuple[str, str]:
+    async def _deleted(self, name: str, last: LastRun, note: str) -> tuple[Reason, str]:
         """Follow the run's DeleteRecords to its end: the run's outcome."""
-        await self.out.write(ConditionStatus.UNKNOWN, "Deleting", f"waiting for DeleteRecords {name}")
+        await self.out.write(ConditionStatus.UNKNOWN, Reason.DELETING, f"waiting for DeleteRecords {name}")
         done = await self._follow(name)
         if done.phase is Phase.SUCCEEDED:
             last.outcome = RunOutcome.SUCCEEDED
             message = f"deleted {done.deleted_records or 0} records via DeleteRecords {name} ({note})"
-            kopf.info(self.body, reason="RecordsDeleted", message=message[:1024])
-            return "Succeeded", message
+            kopf.info(self.body, reason="RecordsDeleted", message=bounded(message, EVENT_MESSAGE))
+            return Reason.SUCCEEDED, message
         ready = next((c for c in done.conditions if c.type == "Ready"), None)
         raise DeleteFailed(f"DeleteRecords {name}: {ready.message if ready else done.phase}")
 
@@ -360,7 +370,9 @@ class PolicyRunner:
             if ready is not None and ready.message and ready.message != shown:
                 shown = ready.message
                 message = f"waiting for DeleteRecords {name} ({status.phase}): {ready.message}"
-                await self.out.write(ConditionStatus.UNKNOWN, "Deleting", message[:2048])
+                await self.out.write(
+                    ConditionStatus.UNKNOWN, Reason.DELETING, bounded(message, PROGRESS_MESSAGE)
+                )
             await asyncio.sleep(self.rt.settings.poll_seconds)
 
     @property
