@@ -31,6 +31,7 @@ class Target:
     connection: ClusterConnection
     access: Access
     reference: str  # the KafkaCluster's name, or "inline:<bootstrap servers>"
+    analysis_secret: str | None = None  # the KafkaCluster's analysisCredentials Secret, if it names one
 
 
 async def kafka_cluster_spec(name: str) -> KafkaClusterSpec:
@@ -43,9 +44,19 @@ async def kafka_cluster_spec(name: str) -> KafkaClusterSpec:
 
 async def credentials(rt: Runtime, name: str, spec: KafkaClusterSpec) -> dict[str, str]:
     """The KafkaCluster's client properties, from its Secret in the operator's namespace."""
-    if spec.credentials is None:
-        return {}
-    secret = spec.credentials.secret_ref.name
+    return {} if spec.credentials is None else await _secret(rt, name, spec.credentials.secret_ref.name)
+
+
+async def analysis_connection(rt: Runtime, target: Target) -> ClusterConnection:
+    """How an analysis run connects: with the KafkaCluster's read-only analysisCredentials where it names
+    them (the cluster's own credentials then never leave the operator), else as the operator does."""
+    if target.analysis_secret is None:
+        return target.connection
+    props = await _secret(rt, target.reference, target.analysis_secret)
+    return ClusterConnection.of(target.connection.bootstrap_servers, props)
+
+
+async def _secret(rt: Runtime, name: str, secret: str) -> dict[str, str]:
     try:
         return await asyncio.to_thread(kube.read_secret, rt.settings.namespace, secret)
     except kube.KubeApiError as exc:
@@ -87,7 +98,8 @@ async def resolve(
     labels = await asyncio.to_thread(kube.namespace_labels, namespace) if _needs_labels(spec) else {}
     access = access_for(name, spec, namespace, labels)
     connection = ClusterConnection.of(spec.bootstrap_servers, await credentials(rt, name, spec))
-    return Target(connection, access, name)
+    analysis = spec.analysis_credentials.secret_ref.name if spec.analysis_credentials else None
+    return Target(connection, access, name, analysis)
 
 
 def _needs_labels(spec: KafkaClusterSpec) -> bool:
