@@ -295,10 +295,11 @@ class SparkApplicationEngine:
             await self._clean(request)
             raise SparkApplicationFailed(f"cannot create SparkApplication {name}: {exc}") from exc
         try:
-            report = await self._follow(name, request.run_id)
+            await self._follow(name, request.run_id)
             try:
-                plan = decode_plan(unpack_plan(report[PLAN_KEY]))
-            except (KeyError, ValueError, OSError) as exc:
+                data = await asyncio.to_thread(kube.read_config_map_data, self.namespace, name)
+                plan = decode_plan(unpack_plan(data[PLAN_KEY]))
+            except (kube.KubeApiError, KeyError, ValueError, OSError) as exc:
                 raise AnalysisFailed(f"SparkApplication {name} completed without its plan: {exc}") from exc
         except asyncio.CancelledError:
             raise  # the operator stops: the run's objects stay, and the next operator resumes the run
@@ -315,14 +316,15 @@ class SparkApplicationEngine:
             await asyncio.to_thread(kube.delete_labelled, self.namespace, selector)
 
     async def _report(self, name: str) -> dict[str, str]:
+        """The run's ConfigMap as the driver left it so far (progress only: nothing when unreadable)."""
         try:
             return await asyncio.to_thread(kube.read_config_map_data, self.namespace, name)
         except kube.KubeApiError:
             return {}
 
-    async def _follow(self, name: str, run_id: str) -> dict[str, str]:
-        """Wait for the SparkApplication to end, its progress copied into status meanwhile; the run's
-        ConfigMap (the plan) once it completed, SparkApplicationFailed when it did not."""
+    async def _follow(self, name: str, run_id: str) -> None:
+        """Wait for the SparkApplication to complete, its progress copied into status meanwhile;
+        SparkApplicationFailed when it ends otherwise."""
         ref = kube.ObjectRef(kube.SPARK_APPLICATIONS, self.namespace, name)
         shown: RunProgress | None = None
         while True:
@@ -345,7 +347,7 @@ class SparkApplicationEngine:
                 await self.on_progress(progress)
             state_info = (obj.get("status") or {}).get("applicationState") or {}
             if progress.state == "COMPLETED":
-                return report
+                return
             if progress.state in SPARK_TERMINAL:
                 raise SparkApplicationFailed(
                     f"SparkApplication {self.namespace}/{name} {progress.state}: "
