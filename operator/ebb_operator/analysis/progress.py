@@ -33,16 +33,45 @@ def _started(stage: SparkStageInfo) -> bool:
     return stage.numCompletedTasks + stage.numActiveTasks + stage.numFailedTasks > 0
 
 
-def snapshot(sc: SparkContext) -> RunProgress:
-    tracker = sc.statusTracker()
-    jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup()]
-    ids = sorted({stage for job in jobs if job is not None for stage in job.stageIds})
-    stages = [s for s in map(tracker.getStageInfo, ids) if s is not None and _started(s)]
-    return RunProgress(
-        stage=_stage,
-        tasks_done=sum(s.numCompletedTasks for s in stages),
-        tasks_total=sum(s.numTasks for s in stages),
-    )
+class Tasks:
+    """Spark's tasks done and in all, over the stages started so far. Finished jobs and stages are asked
+    about once, so a tick costs a few calls into the JVM whatever the number of jobs run before (a run of
+    the Admin-API source runs dozens)."""
+
+    def __init__(self) -> None:
+        self._job_stages: dict[int, list[int]] = {}  # finished jobs: their stages
+        self._finished: dict[int, tuple[int, int]] = {}  # finished stages: (done, total)
+
+    def count(self, sc: SparkContext) -> tuple[int, int]:
+        tracker = sc.statusTracker()
+        stage_ids: set[int] = set()
+        for job in tracker.getJobIdsForGroup():
+            stages = self._job_stages.get(job)
+            if stages is None:
+                info = tracker.getJobInfo(job)
+                if info is None:
+                    continue
+                stages = list(info.stageIds)
+                if info.status in ("SUCCEEDED", "FAILED"):
+                    self._job_stages[job] = stages
+            stage_ids.update(stages)
+        done = total = 0
+        for stage_id in sorted(stage_ids):
+            counted = self._finished.get(stage_id)
+            if counted is None:
+                stage = tracker.getStageInfo(stage_id)
+                if stage is None or not _started(stage):
+                    continue
+                counted = (stage.numCompletedTasks, stage.numTasks)
+                if stage.numActiveTasks == 0 and stage.numCompletedTasks == stage.numTasks:
+                    self._finished[stage_id] = counted
+            done, total = done + counted[0], total + counted[1]
+        return done, total
+
+
+def snapshot(sc: SparkContext, tasks: Tasks | None = None) -> RunProgress:
+    done, total = (tasks or Tasks()).count(sc)
+    return RunProgress(stage=_stage, tasks_done=done, tasks_total=total)
 
 
 class ProgressReporter:
@@ -56,6 +85,7 @@ class ProgressReporter:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ebb-progress", daemon=True)
         self._last: RunProgress | None = None
+        self._tasks = Tasks()
 
     def __enter__(self) -> ProgressReporter:
         self._thread.start()
@@ -74,7 +104,7 @@ class ProgressReporter:
 
     def _tick(self) -> None:
         try:
-            now = snapshot(self.sc)
+            now = snapshot(self.sc, self._tasks)
             if now != self._last:
                 self.publish(now)
                 self._last = now
