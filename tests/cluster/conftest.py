@@ -378,7 +378,7 @@ def spark_runs(release: Release, tmp_path_factory: pytest.TempPathFactory, say: 
             spark_policy("spark", TENANT),
             spark_policy("spark-no-rights", f"{TENANT}-readonly", serviceAccount="default"),
         )
-        release.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(policies))
+        release.cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(policies))
         names = tuple(p["metadata"]["name"] for p in policies)
         during = during_run(release, names, admin_password)
         say(f"tenant, KafkaClusters, policies, both runs' requests seen: {time.monotonic() - began:.1f} s")
