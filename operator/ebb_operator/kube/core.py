@@ -26,20 +26,11 @@ def read_secret(namespace: str, name: str) -> dict[str, str]:
 
 
 @translated
-def create_secret(
-    namespace: str, name: str, data: dict[str, str], labels: dict[str, str], owner: dict[str, Any] | None
-) -> None:
-    meta = client.V1ObjectMeta(
-        name=name, namespace=namespace, labels=labels, owner_references=[owner] if owner else None
-    )
+def create_secret(namespace: str, name: str, data: dict[str, str], labels: dict[str, str]) -> None:
+    meta = client.V1ObjectMeta(name=name, namespace=namespace, labels=labels)
     _core().create_namespaced_secret(
         namespace, client.V1Secret(metadata=meta, type="Opaque", string_data=data)
     )
-
-
-@translated
-def delete_secret(namespace: str, name: str) -> None:
-    _core().delete_namespaced_secret(name, namespace)
 
 
 @translated
@@ -72,11 +63,6 @@ def create_config_map(namespace: str, name: str, data: dict[str, str], labels: d
 def patch_config_map_data(namespace: str, name: str, data: dict[str, str]) -> None:
     """Merge `data` into the ConfigMap's: its other keys, labels and owner stay."""
     _core().patch_namespaced_config_map(name, namespace, {"data": data})
-
-
-@translated
-def delete_config_map(namespace: str, name: str) -> None:
-    _core().delete_namespaced_config_map(name, namespace)
 
 
 @translated

@@ -281,7 +281,7 @@ class SparkApplicationEngine:
             await asyncio.to_thread(kube.create_config_map, self.namespace, name, {}, labels)
         with contextlib.suppress(kube.AlreadyExistsError):
             data = {"request.json": request.model_dump_json(by_alias=True)}
-            await asyncio.to_thread(kube.create_secret, self.namespace, name, data, labels, None)
+            await asyncio.to_thread(kube.create_secret, self.namespace, name, data, labels)
         try:
             await asyncio.to_thread(kube.create_object, kube.SPARK_APPLICATIONS, self.namespace, body)
             kopf.info(
