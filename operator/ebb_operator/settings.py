@@ -21,6 +21,8 @@ ENV = {
     "poll_seconds": "EBB_RETENTION_POLL_SECONDS",
     "image": "EBB_OPERATOR_IMAGE",
     "spark_service_account": "EBB_SPARK_SERVICE_ACCOUNT",
+    "spark_job_namespace": "EBB_SPARK_JOB_NAMESPACE",
+    "spark_image_pull_secrets": "EBB_SPARK_IMAGE_PULL_SECRETS",
     "allow_inline_clusters": "EBB_ALLOW_INLINE_CLUSTERS",
     "admin_idle_seconds": "EBB_ADMIN_IDLE_SECONDS",
     "reclaim_poll_seconds": "EBB_RECLAIM_POLL_SECONDS",
@@ -61,8 +63,13 @@ class OperatorSettings:
     poll_seconds: float = 1.0
     # The operator image; also the Spark driver and executor image of engine SparkApplication.
     image: str | None = None
-    # The service account of Spark drivers and executors (created by the chart in tenant namespaces).
+    # The service account of Spark drivers and executors (created by the chart in the jobs namespace).
     spark_service_account: str | None = None
+    # Where SparkApplication runs live (their SparkApplication, request Secret, plan ConfigMap and pods):
+    # never a tenant's namespace, since a run's request holds the cluster's credentials. None: `namespace`.
+    spark_job_namespace: str | None = None
+    # Image pull secrets of Spark driver and executor pods (Secrets of the jobs namespace), comma-separated.
+    spark_image_pull_secrets: tuple[str, ...] = ()
     # Whether tenant objects may name a cluster inline (spec.cluster) instead of a KafkaCluster.
     allow_inline_clusters: bool = False
     # Admin connections to a cluster no object used for this long are closed.
@@ -143,6 +150,11 @@ class OperatorSettings:
         """Where the API server calls the webhook (the certificate's name)."""
         return self.webhook_host or f"{WEBHOOK_SERVICE}.{self.namespace}.svc"
 
+    @property
+    def job_namespace(self) -> str:
+        """The namespace of SparkApplication runs: the chart's spark.jobNamespace, else the operator's."""
+        return self.spark_job_namespace or self.namespace
+
 
 _KINDS: dict[str, type] = {
     "resync_seconds": float,
@@ -158,6 +170,7 @@ _KINDS: dict[str, type] = {
     "webhook_port": int,
     "webhook_managed": bool,
     "leader_election": bool,
+    "spark_image_pull_secrets": tuple,
 }
 
 
@@ -174,6 +187,8 @@ def _parse(var: str, raw: str, kind: type) -> object:
         if value <= 0:
             raise SettingsError(f"{var}={raw!r}: expected a positive number of seconds")
         return value
+    if kind is tuple:
+        return tuple(name.strip() for name in raw.split(",") if name.strip())
     if kind is bool:
         if raw.lower() not in ("true", "false"):
             raise SettingsError(f"{var}={raw!r}: expected true or false")

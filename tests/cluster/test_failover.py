@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from harness.node import ctr
-from tests.cluster.conftest import NAMESPACE, TOOLBOX, Release, Say, SparkRuns, wait_until
+from tests.cluster.conftest import JOBS, NAMESPACE, TENANT, TOOLBOX, Release, Say, SparkRuns, wait_until
 
 pytestmark = pytest.mark.timeout(900)
 LEASE = "ebb-operator"  # the chart's operator fullname
@@ -166,11 +166,12 @@ def test_kill_9_of_the_leader_mid_spark_run_and_mid_delete_records(
     _both_ready(release)
 
     def running() -> dict[str, Any] | None:
-        last = (release.get("retentionpolicy", "spark").get("status") or {}).get("lastRun") or {}
+        policy = release.cluster.kubectl_json("-n", TENANT, "get", "retentionpolicy", "spark")
+        last = (policy.get("status") or {}).get("lastRun") or {}
         app = last.get("sparkApplication")
         if last.get("outcome") != "Running" or not app:
             return None
-        found = release.kubectl("get", "sparkapplication", app, "-o", "json", check=False)
+        found = release.cluster.kubectl("-n", JOBS, "get", "sparkapplication", app, "-o", "json", check=False)
         if found.returncode != 0:  # recorded in status just before it is created
             return None
         state = (json.loads(found.stdout).get("status") or {}).get("applicationState") or {}

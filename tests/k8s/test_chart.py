@@ -34,6 +34,9 @@ EVERY_OPTION = (
     "--set", "operator.serviceMonitor.enabled=true",
     "--set", "prometheusRule.enabled=true",
     "--set", "spark.enabled=true",
+    "--set", "spark.jobNamespace=chart-team-b",
+    "--set", "operator.imagePullSecrets[0].name=regcred",
+    "--set", "operator.defaultCluster.analysisCredentialsSecret=ebb-analysis",
     "--set", "operator.watchNamespaces={chart-team-a,chart-team-b}",
     "--set", "broker.service.type=NodePort",
     "--set", "broker.service.nodePort=30092",
@@ -83,6 +86,12 @@ def test_rendered_chart_is_accepted_by_the_api_server(
         assert {"ServiceMonitor", "PrometheusRule", "Role", "RoleBinding", "Certificate", "Issuer"} <= set(
             kinds(rendered)
         )
+        spark = [d for d in yaml.safe_load_all(rendered) if d and "spark" in d["metadata"]["name"]]
+        assert {d["metadata"]["namespace"] for d in spark} == {"chart-team-b"}, (
+            "Spark RBAC: the jobs namespace"
+        )
+        kc = next(d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "KafkaCluster")
+        assert kc["spec"]["analysisCredentials"] == {"secretRef": {"name": "ebb-analysis"}}
         crds = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "CustomResourceDefinition"]
         assert all("helm.sh/resource-policy" not in d["metadata"].get("annotations", {}) for d in crds)
     else:
@@ -102,6 +111,9 @@ def test_rendered_chart_is_accepted_by_the_api_server(
         ("broker.storage.size=lots", "/broker/storage/size"),
         ("broker.service.type=Ingress", "/broker/service/type"),
         ("broker.terminationGracePeriodSeconds=5", "/broker/terminationGracePeriodSeconds"),
+        ("spark.jobNamespace=Team_A", "/spark/jobNamespace"),
+        # Runs left tenant namespaces: an old values file that still lists them fails loudly.
+        ("spark.namespaces={team-a}", "spark.namespaces was removed: SparkApplication runs live in one jobs"),
     ],
 )
 def test_schema_rejects_bad_values_with_a_clear_message(

@@ -27,7 +27,12 @@ from pydantic import ValidationError
 from ebb_operator import kube, metrics
 from ebb_operator.handlers import cluster
 from ebb_operator.handlers.errors import DeleteFailed
-from ebb_operator.handlers.retention.engines import AnalysisEngine, LocalEngine, SparkApplicationEngine
+from ebb_operator.handlers.retention.engines import (
+    AnalysisEngine,
+    LocalEngine,
+    SparkApplicationEngine,
+    run_name,
+)
 from ebb_operator.handlers.retention.forced import ForcedRetention, apply_forced_retention
 from ebb_operator.handlers.retention.history import DELETE_RECORDS, outstanding_delete, prune
 from ebb_operator.handlers.runtime import Runtime
@@ -50,6 +55,7 @@ from ebb_operator.models.retention_policy import (
     RetentionPolicySpec,
     RetentionPolicyStatus,
     RunOutcome,
+    RunProgress,
 )
 from ebb_operator.models.run import PolicyRef, RunPlan, RunRequest
 
@@ -90,6 +96,18 @@ def due_in(
         wait = min(interval, backoff * 2 ** (status.failures - 1))
         return max(0.0, _seconds(last.completed_at) + wait - now)
     return max(0.0, _seconds(last.started_at) + interval - now)
+
+
+def describe(progress: RunProgress) -> str:
+    """A run's progress in a line, for the policy's Ready message: `RUNNING, 2 executors, the plan: 37/40
+    tasks`."""
+    parts = [progress.state or "NEW"]
+    if progress.executors:
+        parts.append(f"{progress.executors} executor{'s' if progress.executors != 1 else ''}")
+    if progress.stage:
+        tasks = f": {progress.tasks_done}/{progress.tasks_total} tasks" if progress.tasks_total else ""
+        parts.append(f"{progress.stage}{tasks}")
+    return ", ".join(parts)
 
 
 def delete_records_object(
@@ -183,19 +201,34 @@ class PolicyRunner:
                 continue
             ran_generation = self.out.generation
             await self.run(spec)
+            spark = spec.analysis.engine is Engine.SPARK_APPLICATION
+            jobs = self.rt.settings.job_namespace if spark else None
             with contextlib.suppress(kube.KubeApiError):
-                await asyncio.to_thread(prune, self.namespace, self.name, spec.history_limit)
+                await asyncio.to_thread(prune, self.namespace, self.name, self.uid, spec.history_limit, jobs)
 
-    def _engine(self, spec: RetentionPolicySpec) -> AnalysisEngine:
+    @property
+    def uid(self) -> str:
+        return str(self.body.metadata.uid)
+
+    async def _engine(self, spec: RetentionPolicySpec, last: LastRun) -> AnalysisEngine:
         if spec.analysis.engine is Engine.LOCAL:
             return LocalEngine(f"{self.namespace}/{self.name}")
+        # Where the run lives, recorded before anything is created there: the tenant follows it by name,
+        # and an operator that restarts resumes it there.
+        last.spark_application = run_name(self._policy_ref, last.id)
+        last.spark_application_namespace = last.spark_application_namespace or self.rt.settings.job_namespace
+        where = f"SparkApplication {last.spark_application_namespace}/{last.spark_application}"
+        await self.out.write(ConditionStatus.UNKNOWN, Reason.RUNNING, where)
 
-        async def record(app: str) -> None:
-            if self.status.last_run is not None and self.status.last_run.spark_application != app:
-                self.status.last_run.spark_application = app
-                await self.out.write(ConditionStatus.UNKNOWN, Reason.RUNNING, f"SparkApplication {app}")
+        async def progress(now: RunProgress) -> None:
+            last.progress = now
+            await self.out.write(ConditionStatus.UNKNOWN, Reason.RUNNING, f"{where}: {describe(now)}")
 
-        return SparkApplicationEngine(self.body, self.owner, self.labels, self.rt.settings, record)
+        return SparkApplicationEngine(self.body, self.rt.settings, last.spark_application_namespace, progress)
+
+    @property
+    def _policy_ref(self) -> PolicyRef:
+        return PolicyRef(namespace=self.namespace, name=self.name, uid=self.uid)
 
     @metrics.reconciles(KIND)
     async def run(self, spec: RetentionPolicySpec) -> None:
@@ -206,7 +239,11 @@ class PolicyRunner:
         last = self.status.last_run
         cut_off = last if last is not None and last.outcome is RunOutcome.RUNNING else None
         handed_on = await asyncio.to_thread(self._delete_records_of, cut_off.id) if cut_off else None
-        if cut_off is not None and (handed_on or cut_off.engine is Engine.SPARK_APPLICATION):
+        if cut_off is not None and (
+            handed_on
+            # (an operator before jobs namespaces ran a SparkApplication in the policy's namespace)
+            or (cut_off.engine is Engine.SPARK_APPLICATION and cut_off.spark_application_namespace)
+        ):
             last, run_id = cut_off, cut_off.id
             last.delete_records = handed_on
         else:
@@ -303,16 +340,17 @@ class PolicyRunner:
                     metrics.CONFIGS_APPLIED.labels(KIND).inc(len(forced.changes))
         access = target.access
         memory = await asyncio.to_thread(self._load_empty_groups)
+        connection = await cluster.analysis_connection(rt, target)
         request = RunRequest(
-            policy=PolicyRef(namespace=self.namespace, name=self.name, uid=str(self.body.metadata.uid)),
+            policy=self._policy_ref,
             spec=spec,
             run_id=last.id,
-            bootstrap_servers=target.connection.bootstrap_servers,
-            client_properties=target.connection.properties,
+            bootstrap_servers=connection.bootstrap_servers,
+            client_properties=connection.properties,
             discountable_groups=None if access.unrestricted or access.groups is None else list(access.groups),
             empty_since=memory,
         )
-        plan = await self._engine(spec).run(request)
+        plan = await (await self._engine(spec, last)).run(request)
         await asyncio.to_thread(self._save_empty_groups, plan.empty_since)
         self._plan = plan  # recorded with the run's outcome: status shows one run's plan and outcome
         summary = plan.summary
