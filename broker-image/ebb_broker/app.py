@@ -36,6 +36,8 @@ from ebb_broker.metrics import BrokerMetrics
 from ebb_broker.protocol import apis  # noqa: F401  (registers every API)
 from ebb_broker.protocol.context import Broker, BrokerIdentity
 from ebb_broker.protocol.server import KafkaServer, Listener, ServerLimits
+from ebb_broker.quota.manager import ClientQuotas
+from ebb_broker.quota.store import ClientQuotaStore, CorruptQuotaFileError
 from ebb_broker.security.authorizer import Authorizer, parse_super_users
 from ebb_broker.security.credentials import CredentialStore, parse_add_scram
 from ebb_broker.security.store import CorruptSecurityFileError
@@ -119,6 +121,11 @@ async def run(options: BrokerOptions) -> None:
     try:
         bootstrap_users = [parse_add_scram(text) for text in options.add_scram]
         credentials = CredentialStore(options.data_dir)
+        quotas = ClientQuotas(
+            ClientQuotaStore.open(options.data_dir),
+            samples=config.quota_window_num,
+            window_seconds=config.quota_window_size_seconds,
+        )
         authorizer = (
             Authorizer(
                 options.data_dir, parse_super_users(config.super_users), config.allow_everyone_if_no_acl_found
@@ -126,7 +133,7 @@ async def run(options: BrokerOptions) -> None:
             if config.authorizer_class_name
             else None
         )
-    except (ValueError, CorruptSecurityFileError) as exc:
+    except (ValueError, CorruptSecurityFileError, CorruptQuotaFileError) as exc:
         raise InvalidConfigError(str(exc)) from None
     if bootstrap_users:
         credentials.apply(bootstrap_users, [])
@@ -172,10 +179,12 @@ async def run(options: BrokerOptions) -> None:
         producer_ids,
         options.data_dir,
         credentials,
-        authorizer,
+        quotas,
+        authorizer=authorizer,
     )
     broker.dynamic_config = dynamic_config
     metrics.watch_fetch_purgatory(broker.fetches)
+    metrics.watch_client_quotas(quotas)
     broker.transactions = transactions
     metrics.watch_partitions(
         lambda: (
