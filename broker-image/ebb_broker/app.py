@@ -28,6 +28,7 @@ from ebb_broker.coordinator.offsets_store import OffsetsStore
 from ebb_broker.coordinator.producer_ids import ProducerIdManager
 from ebb_broker.coordinator.timer import LoopTimer
 from ebb_broker.coordinator.transaction_coordinator import TransactionCoordinator
+from ebb_broker.coordinator.unread_loss import UnreadLossCounter
 from ebb_broker.dynamic_config import DynamicBrokerConfig
 from ebb_broker.log import LogManager
 from ebb_broker.log.errors import InvalidConfigError
@@ -185,6 +186,11 @@ async def run(options: BrokerOptions) -> None:
     broker.dynamic_config = dynamic_config
     metrics.watch_fetch_purgatory(broker.fetches)
     metrics.watch_client_quotas(quotas)
+
+    def count_unread(topic: str, group: str, records: int) -> None:
+        metrics.records_deleted_unread.labels(topic, group).inc(records)
+
+    logs.on_log_start_move = UnreadLossCounter(groups.offsets, loop, count_unread).log_start_moved
     broker.transactions = transactions
     metrics.watch_partitions(
         lambda: (

@@ -133,6 +133,12 @@ class BrokerMetrics:
         self.retention_bytes_deleted = Counter(
             "ebb_retention_bytes_deleted", "Bytes of segments deleted by retention", registry=r
         )
+        self.records_deleted_unread = Counter(
+            "ebb_records_deleted_unread",
+            "Records (offsets) that left the log below a group's commit: deleted before that group read them",
+            ["topic", "group"],
+            registry=r,
+        )
 
     def observe_request(self, api: str, seconds: float) -> None:
         self.requests.labels(api).inc()
