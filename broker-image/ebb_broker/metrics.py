@@ -57,7 +57,8 @@ class _PurgatoryCollector(Collector):
 
 class _ClientQuotaCollector(Collector):
     """The client quotas' rates and throttling (quota.manager), per sharing group, read at scrape time:
-    a group's series go when its rate is dropped (idle for an hour), as Kafka expires its sensors."""
+    a group's series go when its rate is dropped (idle for an hour), as Kafka expires its sensors; the
+    limit's series goes as soon as the quota is lifted."""
 
     def __init__(self, quotas: Any):
         self._quotas = quotas
@@ -81,7 +82,8 @@ class _ClientQuotaCollector(Collector):
         for s in self._quotas.sensors():
             key = [s.quota_type.label, s.user, s.client_id]
             rate.add_metric(key, s.rate)
-            limit.add_metric(key, s.limit)
+            if s.limit is not None:
+                limit.add_metric(key, s.limit)
             throttled.add_metric(key, s.throttled)
             seconds.add_metric(key, s.throttle_ms_total / 1000)
         yield from (rate, limit, throttled, seconds)

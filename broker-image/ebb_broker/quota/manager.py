@@ -100,7 +100,7 @@ class SensorView:
     user: str
     client_id: str
     rate: float
-    limit: float
+    limit: float | None  # None: the quota was lifted
     throttled: int
     throttle_ms_total: int
 
@@ -206,7 +206,7 @@ class ClientQuotaManager:
             limit = self.quota_limit(tags)
             if limit is None:
                 return None
-            self._sweep(now_ms)
+            self._make_room(now_ms)
             sensor = _Sensor(Rate(self.samples, self.window_ms), limit, self._generation, now_ms)
             self._sensors[tags] = sensor
         self._update_limit(tags, sensor)
@@ -262,33 +262,37 @@ class ClientQuotaManager:
             return float("inf")
         return limit * (self.samples - 1) * self.window_ms / 1000
 
-    def _sweep(self, now_ms: int) -> None:
-        """Drop rates idle for an hour (checked at most once a minute), then the least recently used
-        beyond ``max_sensors``."""
+    def _make_room(self, now_ms: int) -> None:
+        """Before a new rate: drop the idle ones, then the least recently used beyond ``max_sensors``."""
+        self._expire_idle(now_ms)
+        while len(self._sensors) >= self._max_sensors:
+            self._sensors.popitem(last=False)
+
+    def _expire_idle(self, now_ms: int) -> None:
+        """Drop rates idle for an hour (looked for at most once a minute)."""
         if now_ms - self._last_sweep >= _SWEEP_EVERY_MS:
             self._last_sweep = now_ms
             cutoff = now_ms - INACTIVE_SENSOR_EXPIRATION_MS
             for tags in [t for t, s in self._sensors.items() if s.last_ms <= cutoff]:
                 del self._sensors[tags]
-        while len(self._sensors) >= self._max_sensors:
-            self._sensors.popitem(last=False)
 
     def sensors(self) -> Iterator[SensorView]:
-        """Every sharing group with a quota in force, for the metrics endpoint."""
+        """Every sharing group with a rate, for the metrics endpoint: one whose quota was lifted stays
+        (with no limit) until it has been idle for an hour, so its throttle counters do not vanish."""
         now = self._clock()
         self._refresh()
+        self._expire_idle(now)
         for (user, client_id), s in list(self._sensors.items()):
             self._update_limit((user, client_id), s)
-            if s.limit is not None:
-                yield SensorView(
-                    self.quota_type,
-                    user,
-                    client_id,
-                    s.rate.measure(now),
-                    s.limit,
-                    s.throttled,
-                    s.throttle_ms_total,
-                )
+            yield SensorView(
+                self.quota_type,
+                user,
+                client_id,
+                s.rate.measure(now),
+                s.limit,
+                s.throttled,
+                s.throttle_ms_total,
+            )
 
 
 class ClientQuotas:

@@ -4,6 +4,7 @@ what the operator's ThrottleProducers action will call."""
 from __future__ import annotations
 
 from ebb_operator.kafka import ClusterAdmin, ClusterConnection, QuotaEntity
+from harness.bounded import until
 from tests.e2e.operator.operator_kafka import unique
 
 
@@ -20,7 +21,13 @@ def test_adapter_sets_reads_and_removes_client_quotas(kafka_bootstrap: str) -> N
             assert (
                 refused is not None and refused.code == "INVALID_REQUEST" and "fractional" in refused.message
             )
-            quotas = admin.client_quotas()
+
+            # Kafka answers once its controller committed the change; its brokers see it a moment later.
+            def described() -> dict[QuotaEntity, dict[str, float]] | None:
+                quotas = admin.client_quotas()
+                return quotas if producer in quotas else None
+
+            quotas = until("the quota described", described)
             assert quotas[producer] == {"producer_byte_rate": 65536.0}
             assert users_clients not in quotas
             # validate_only changes nothing; removing a key that is not set is no error.
@@ -31,4 +38,4 @@ def test_adapter_sets_reads_and_removes_client_quotas(kafka_bootstrap: str) -> N
         finally:
             removed = admin.alter_client_quotas({producer: {"producer_byte_rate": None}})
         assert removed == {producer: None}
-        assert producer not in admin.client_quotas()
+        until("the quota removed", lambda: producer not in admin.client_quotas())

@@ -113,7 +113,8 @@ def test_removing_the_quota_lifts_the_throttle(store: ClientQuotaStore) -> None:
     assert m.record("u", "app", 20_000) > 0
     _set(store, None, client="app")
     assert m.record("u", "app", 20_000) == 0
-    assert list(m.sensors()) == []  # no quota, no series
+    (view,) = m.sensors()  # the counters stay (until idle for an hour), the limit is gone
+    assert (view.limit, view.throttled) == (None, 1)
 
 
 def test_unrecord_and_the_fetch_cap(store: ClientQuotaStore) -> None:
