@@ -2,7 +2,9 @@
 
 Kafka processes one request per connection at a time (the socket server mutes a channel until its
 response is sent), which is what keeps responses in request order; this server does the same by
-serving each connection's frames sequentially.
+serving each connection's frames sequentially. A handler that throttles its client (a client quota,
+KIP-219) sets a throttle time: the response goes out at once and the connection's next frame is read
+only once that time has passed, as Kafka keeps a throttled channel muted.
 
 No single client can take the broker down or starve the others (Kafka's SocketServer limits, same names):
 - `max.connections`: the accept loop waits for a free slot before it accepts (the kernel's backlog holds
