@@ -11,6 +11,7 @@ two brokers' scenarios run at once, and within each the Java producer runs besid
 
 from __future__ import annotations
 
+import struct
 import time
 import uuid
 from collections.abc import Callable
@@ -311,5 +312,25 @@ def test_quota_requests_get_kafkas_answers(side: Side) -> None:
         assert removed == {user_default_client: (0, None), (("client-id", client),): (0, None)}
         _describes(w, [("user", 0, user)], False, [])
         _describes(w, [("client-id", 0, client)], False, [])
+    finally:
+        w.close()
+
+
+def test_null_arrays_and_types_are_answered_not_fatal(broker: EbbBroker) -> None:
+    """A v0 AlterClientQuotas with a null entity type, name and op list, and a DescribeClientQuotas with
+    a null component list, as a hostile client can send them: answered, the connection kept."""
+    alter = struct.pack(">hhi", 49, 0, 1) + struct.pack(">h", -1)  # header v1: null client id
+    alter += struct.pack(">ii", 1, 1) + struct.pack(">hh", -1, -1) + struct.pack(">i", -1) + b"\x00"
+    describe = struct.pack(">hhi", 48, 0, 2) + struct.pack(">h", -1) + struct.pack(">i", -1) + b"\x00"
+    w = Wire(broker.bootstrap)
+    try:
+        w.send_raw(struct.pack(">i", len(alter)) + alter)
+        answer = AlterResponse.decode(w.recv_frame(), version=0, header=True)
+        assert [(e.error_code, e.error_message) for e in answer.entries] == [
+            (42, "Unhandled client quota entity type: ")
+        ]
+        w.send_raw(struct.pack(">i", len(describe)) + describe)
+        listed = DescribeResponse.decode(w.recv_frame(), version=0, header=True)
+        assert listed.error_code == 0 and listed.entries is not None
     finally:
         w.close()

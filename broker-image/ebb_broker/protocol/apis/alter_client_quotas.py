@@ -36,12 +36,13 @@ API_KEY = 49
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    # A null array or type (the codec reads what a hostile client sends) is an empty one.
     alterations = [
         Alteration(
-            entity_of((e.entity_type, e.entity_name) for e in entry.entity),
-            [QuotaOp(op.key, op.value, op.remove) for op in entry.ops],
+            entity_of((e.entity_type or "", e.entity_name) for e in entry.entity or []),
+            [QuotaOp(op.key or "", op.value, op.remove) for op in entry.ops or []],
         )
-        for entry in request.entries
+        for entry in request.entries or []
     ]
     quotas = ctx.broker.quotas
     if not allowed(ctx, Op.ALTER_CONFIGS, CLUSTER):

@@ -37,8 +37,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
     store = ctx.broker.quotas.store
     try:
+        # A null array or type (the codec reads what a hostile client sends) is an empty one.
         found = store.describe(
-            [(c.entity_type, c.match_type, c.match) for c in request.components], strict=request.strict
+            [(c.entity_type or "", c.match_type, c.match) for c in request.components or []],
+            strict=request.strict,
         )
     except QuotaFilterError as exc:
         return ctx.response(throttle_time_ms=0, error_code=exc.code, error_message=str(exc), entries=None)
