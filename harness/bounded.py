@@ -76,3 +76,9 @@ def wait_until(
         if clock() >= deadline:
             raise WaitTimeout(f"{what}: not within {timeout:g} s; last seen: {detail(last)}")
         sleep(interval)
+
+
+def until(what: str, check: Callable[[], T], timeout: float = 30.0, interval: float = 0.05) -> T:
+    """`wait_until` with a default bound and a short interval, for what a test can only observe by asking
+    often (a metric, a file)."""
+    return wait_until(what, check, timeout, interval=interval)

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from kafka import TopicPartition as KpTopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, OffsetSpec
 from kafka.errors import KafkaError, LeaderNotAvailableError, UnknownTopicOrPartitionError, for_code
-from kafka.protocol.admin import DeleteRecordsRequest
+from kafka.protocol.admin import AlterClientQuotasRequest, DeleteRecordsRequest, DescribeClientQuotasRequest
 
 from ebb_operator.kafka import client_internals, offset_fetch
 from ebb_operator.kafka.connection import ClusterConnection
@@ -38,6 +38,7 @@ from ebb_operator.kafka.results import (
     KafkaCallError,
     KafkaFailure,
     OffsetResult,
+    QuotaEntity,
     TopicConfigs,
     TopicMetadata,
     TopicPartition,
@@ -322,6 +323,44 @@ class ClusterAdmin:
 
         return per_item(list(wanted), call, lambda _ok: None, lambda _, f: f)
 
+    # -- client quotas (KIP-546) -----------------------------------------------------------------
+
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        """Every client quota of the cluster (DescribeClientQuotas with an empty filter): entity -> key
+        (`producer_byte_rate`, ...) -> value. Raises KafkaCallError when the cluster refuses."""
+        client = self._client
+
+        async def run() -> Any:
+            return await client_internals.send(
+                client, DescribeClientQuotasRequest(components=[], strict=False)
+            )
+
+        try:
+            response = client_internals.run(client, run)
+        except Exception as exc:
+            raise KafkaCallError(failure_of(exc)) from exc
+        return described_quotas(response)
+
+    def alter_client_quotas(
+        self, changes: Mapping[QuotaEntity, Mapping[str, float | None]], *, validate_only: bool = False
+    ) -> dict[QuotaEntity, KafkaFailure | None]:
+        """AlterClientQuotas: per entity, set each key to its value or remove it (None); keys not named
+        stay. One request; each entity's outcome its own (a refused entity changes nothing of itself)."""
+        wanted = {e: dict(c) for e, c in changes.items() if c}
+        if not wanted:
+            return {}
+        client = self._client
+        request = alter_quotas_request(wanted, validate_only)
+
+        async def run() -> Any:
+            return await client_internals.send(client, request)
+
+        try:
+            response = client_internals.run(client, run)
+        except Exception as exc:  # no answer: every entity failed alike
+            return dict.fromkeys(wanted, failure_of(exc))
+        return altered_quotas(response, wanted)
+
     # -- sizes and deletion ---------------------------------------------------------------------
 
     def log_dir_sizes(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -444,6 +483,41 @@ def group_state(text: object) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])", "_", str(text or "Unknown")).upper()
 
 
-def _code_failure(code: int) -> KafkaFailure:
+def _code_failure(code: int, message: str | None = None) -> KafkaFailure:
+    """A Kafka error code as a KafkaFailure; the broker's own message when it sent one."""
     cls = for_code(code)
-    return KafkaFailure(str(cls.message), str(cls.description or cls.message), bool(cls.retriable))
+    return KafkaFailure(str(cls.message), message or str(cls.description or cls.message), bool(cls.retriable))
+
+
+def _entity(parts: Iterable[Any]) -> QuotaEntity:
+    return QuotaEntity(tuple(sorted((p.entity_type, p.entity_name) for p in parts)))
+
+
+def described_quotas(response: Any) -> dict[QuotaEntity, dict[str, float]]:
+    """A DescribeClientQuotas answer as entity -> key -> value; KafkaCallError for a refused filter."""
+    if response.error_code:
+        raise KafkaCallError(_code_failure(response.error_code, response.error_message))
+    return {_entity(e.entity): {v.key: float(v.value) for v in e.values} for e in response.entries or []}
+
+
+def alter_quotas_request(
+    wanted: Mapping[QuotaEntity, Mapping[str, float | None]], validate_only: bool
+) -> AlterClientQuotasRequest:
+    """One AlterClientQuotas for every entity's ops (a None value removes the key)."""
+    return AlterClientQuotasRequest(
+        entries=[
+            (list(entity.parts), [(k, 0.0 if v is None else float(v), v is None) for k, v in ops.items()])
+            for entity, ops in wanted.items()
+        ],
+        validate_only=validate_only,
+    )
+
+
+def altered_quotas(response: Any, wanted: Iterable[QuotaEntity]) -> dict[QuotaEntity, KafkaFailure | None]:
+    """Each entity's outcome in an AlterClientQuotas answer (an entity left unanswered failed)."""
+    out = {
+        _entity(e.entity): _code_failure(e.error_code, e.error_message) if e.error_code else None
+        for e in response.entries
+    }
+    unanswered = KafkaFailure("UNKNOWN_SERVER_ERROR", "no answer for this quota entity", False)
+    return {e: out.get(e, unanswered) for e in wanted}

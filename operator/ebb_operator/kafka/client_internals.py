@@ -5,7 +5,8 @@ by name, before any cluster is asked.
 kafka-python 3.0.12 has public calls for everything else the operator does. What it has not:
 - a request of the caller's sent to a chosen broker over the client's own connections (so TLS, SASL and
   its connection pool apply) and awaited on its I/O loop, several in flight at once: DeleteRecords to
-  every leader at once, OffsetFetch v8 pipelined to each group coordinator (`send`, `run`);
+  every leader at once, OffsetFetch v8 pipelined to each group coordinator, the client quota requests
+  its admin lacks (`send`, `run`);
 - the coordinators of many groups in one FindCoordinator v4 request (KIP-699), cached by the client
   (`group_coordinators`);
 - an answer decoded by a codec of the caller's instead of kafka-python's classes (`DecodedRequest`: the
@@ -30,8 +31,9 @@ def run(client: KafkaAdminClient, coroutine: Callable[..., Awaitable[T]], *args:
     return result
 
 
-def send(client: KafkaAdminClient, request: Any, node_id: int) -> Awaitable[Any]:
-    """Send `request` to broker `node_id` (connecting first when needed); await the answer on the loop."""
+def send(client: KafkaAdminClient, request: Any, node_id: int | None = None) -> Awaitable[Any]:
+    """Send `request` to broker `node_id`, or to the least loaded one (connecting first when needed);
+    await the answer on the loop."""
     future: Awaitable[Any] = client._manager.send(request, node_id=node_id)
     return future
 
