@@ -1,0 +1,101 @@
+"""The operator holds no object with a finalizer, so deleting one (or its namespace) never waits for the
+operator, and the per-object work it runs on a schedule still ends with the object (handlers/lifetime.py):
+a deleted CompactionConfig stops correcting drift, a deleted RetentionPolicy's runner is cancelled. The
+finalizer an earlier version put on objects is taken off."""
+
+from __future__ import annotations
+
+import time
+
+import yaml
+
+from harness.ebb_broker import EbbBroker
+from tests.e2e.operator.operator_kafka import create_topic, unique
+from tests.k8s.operator.operator_k8s import Objects, OperatorProcess, ready
+from tests.k8s.operator.test_operator_compaction_config import _configs, _set
+
+LAG = "min.compaction.lag.ms"
+
+
+def _until(what: str, check, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.3)
+
+
+def _is_ready(obj: dict) -> bool:
+    cond = ready(obj)
+    return cond is not None and cond["status"] == "True"
+
+
+def test_no_finalizer_and_a_deleted_configs_resync_stops(
+    operator_ebb_broker: EbbBroker, objects: Objects, ebb_operator: OperatorProcess
+) -> None:
+    bootstrap = operator_ebb_broker.bootstrap
+    prefix = unique("fin")
+    gone, kept = f"{prefix}-gone", f"{prefix}-kept"
+    for topic in (gone, kept):
+        create_topic(bootstrap, topic, 1)
+        spec = {
+            "cluster": {"bootstrapServers": bootstrap},
+            "topics": {"include": [topic]},
+            "minCompactionLag": "1h",
+        }
+        assert objects.apply("CompactionConfig", topic, spec).returncode == 0
+    dr = {
+        "cluster": {"bootstrapServers": bootstrap},
+        "partitions": [{"topic": kept, "partition": 0, "offset": 0}],
+    }
+    assert objects.apply("DeleteRecords", prefix, dr).returncode == 0
+    for topic in (gone, kept):
+        objects.wait("compactionconfigs", topic, _is_ready)
+    objects.wait("deleterecords", prefix, lambda o: o.get("status", {}).get("phase") == "Succeeded")
+    for plural, name in (("compactionconfigs", gone), ("compactionconfigs", kept), ("deleterecords", prefix)):
+        assert not objects.get(plural, name)["metadata"].get("finalizers"), (plural, name)
+
+    objects.cp.kubectl("delete", "-n", objects.namespace, "compactionconfig", gone, "--timeout=20s")
+    _set(bootstrap, gone, LAG, "5")
+    # Two corrections of the kept config's topic: its timer ran twice since, the deleted one's would have
+    # run at least once (same interval) and put the lag back.
+    for _ in range(2):
+        _set(bootstrap, kept, LAG, "5")
+        _until("the kept config's resync", lambda: _configs(bootstrap, kept)[LAG] == "3600000")
+    assert _configs(bootstrap, gone)[LAG] == "5", "the deleted CompactionConfig still corrects its topic"
+
+
+def test_a_deleted_policys_runner_is_cancelled(
+    operator_ebb_broker: EbbBroker, objects: Objects, ebb_operator: OperatorProcess
+) -> None:
+    spec = {
+        "cluster": {"bootstrapServers": operator_ebb_broker.bootstrap},
+        "topics": {"include": ["nothing-.*"]},
+        "consumedRetention": "1h",
+        "suspend": True,
+    }
+    assert objects.apply("RetentionPolicy", "idle", spec).returncode == 0
+    policy = objects.wait(
+        "retentionpolicies", "idle", lambda o: (ready(o) or {}).get("reason") == "Suspended"
+    )
+    assert not policy["metadata"].get("finalizers")
+    objects.cp.kubectl("delete", "-n", objects.namespace, "retentionpolicy", "idle", "--timeout=20s")
+    stopped = f"[{objects.namespace}/idle] Daemon 'retentionpolicy-runner' is signalled to exit"
+    _until("the runner to be stopped", lambda: stopped in ebb_operator.log.read_text(errors="replace"))
+
+
+def test_an_earlier_versions_finalizer_is_taken_off(
+    operator_ebb_broker: EbbBroker, objects: Objects, ebb_operator: OperatorProcess
+) -> None:
+    topic = unique("old")
+    create_topic(operator_ebb_broker.bootstrap, topic, 1)
+    body = {
+        "apiVersion": "ebb.dev/v1alpha1",
+        "kind": "CompactionConfig",
+        "metadata": {"name": topic, "finalizers": ["ebb.dev/operator"]},
+        "spec": {
+            "cluster": {"bootstrapServers": operator_ebb_broker.bootstrap},
+            "topics": {"include": [topic]},
+        },
+    }
+    objects.cp.kubectl("apply", "-n", objects.namespace, "-f", "-", stdin=yaml.safe_dump(body))
+    objects.wait("compactionconfigs", topic, lambda o: not o["metadata"].get("finalizers"))
