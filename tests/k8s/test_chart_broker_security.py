@@ -1,7 +1,8 @@
-"""The chart's broker is SASL_SSL by default: the CA, certificate and admin password it generates at install
-are kept by an upgrade, and a broker started with exactly the rendered arguments (the kubelet's $(VAR)
-expansion done here) serves a client that uses the default KafkaCluster's credentials Secret.
-No kubelet runs pods on this tier: the broker is a local process with the pod's arguments."""
+"""The chart's broker is SASL_SSL by default: the CA, certificate and admin password its install hook makes
+are kept by an upgrade (no template renders them: they are in no release manifest), and a broker started
+with exactly the rendered arguments (the kubelet's $(VAR) expansion done here) serves a client that uses
+the default KafkaCluster's credentials Secret. No kubelet runs pods on this tier: the broker is a local
+process with the pod's arguments, the hook Jobs' commands local processes (harness.chart_hooks)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from harness.chart_hooks import helm_with_hooks, uninstall_with_hooks
 from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
 from tests.compat.clients import CLIENTS, Security
@@ -33,9 +35,12 @@ def test_generated_credentials_survive_an_upgrade_and_serve_sasl_ssl(
     control_plane: ControlPlane, tmp_path: Path
 ) -> None:
     namespace = "chart-broker-security"
-    install = ("--namespace", namespace, "--take-ownership", "--set", "crds.enabled=false")
+    values = ("--set", "crds.enabled=false")
     control_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CHART.parents[1] / "crds"))
-    control_plane.helm("install", "sec", str(CHART), "--create-namespace", *install)
+    flags = ("--create-namespace", "--take-ownership")
+    helm_with_hooks(
+        control_plane, "install", "sec", CHART, namespace, values=values, flags=flags, log_dir=tmp_path
+    )
     tls = _secret(control_plane, namespace, "sec-ebb-broker-tls")
     admin = _secret(control_plane, namespace, "sec-ebb-broker-admin")
     client = _secret(control_plane, namespace, "sec-ebb-broker-client")
@@ -48,12 +53,16 @@ def test_generated_credentials_survive_an_upgrade_and_serve_sasl_ssl(
     assert peers[0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "operator"
     assert peers[2]["podSelector"]["matchLabels"] == {"ebb.dev/kafka-client": "true"}
 
-    control_plane.helm("upgrade", "sec", str(CHART), *install)
+    uid = control_plane.kubectl_json("get", "kafkacluster", "ebb")["metadata"]["uid"]
+    helm_with_hooks(control_plane, "upgrade", "sec", CHART, namespace, values=values, log_dir=tmp_path)
     assert _secret(control_plane, namespace, "sec-ebb-broker-tls") == tls
     assert _secret(control_plane, namespace, "sec-ebb-broker-admin") == admin
+    assert _secret(control_plane, namespace, "sec-ebb-broker-client") == client
+    assert control_plane.kubectl_json("get", "kafkacluster", "ebb")["metadata"]["uid"] == uid
 
     # The pod's arguments, with the Secrets the kubelet would expand into them.
     rendered = control_plane.helm("get", "manifest", "sec", "--namespace", namespace).stdout
+    assert "kind: Secret" not in rendered  # made by the hook, so no upgrade or uninstall deletes them
     env = {
         "TLS_CERT": tls["tls.crt"],
         "TLS_KEY": tls["tls.key"],
@@ -90,4 +99,4 @@ def test_generated_credentials_survive_an_upgrade_and_serve_sasl_ssl(
         c.create_topic("chart-secured")
         c.produce("chart-secured", [(None, b"with the chart's credentials")])
         assert [r.value for r in c.consume("chart-secured", 1)] == [b"with the chart's credentials"]
-    control_plane.helm("uninstall", "sec", "--namespace", namespace)
+    uninstall_with_hooks(control_plane, "sec", namespace, log_dir=tmp_path)

@@ -53,7 +53,14 @@ class StatusWriter(Generic[S]):
             self.status.conditions, "Ready", ready, reason, message[:32768], self.generation
         )
         self.status.observed_generation = self.generation
-        await asyncio.to_thread(kube.patch_status, self.ref, self._render(self.status))
+        try:
+            await asyncio.to_thread(kube.patch_status, self.ref, self._render(self.status))
+        except kube.NotFoundError:
+            # Deleted while it was being handled: nothing more is done for it (a DeleteRecords whose plan
+            # cannot be recorded deletes nothing), and kopf does not retry.
+            raise kopf.PermanentError(
+                f"{self.kind} {self.ref.namespace}/{self.ref.name} was deleted"
+            ) from None
 
     async def failed(self, exc: BaseException, *, message: str | None = None) -> str:
         """Record a failure: Ready=False with the exception class's reason, a warning Event, the metric."""

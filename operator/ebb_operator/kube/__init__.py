@@ -13,15 +13,18 @@ from ebb_operator.kube.core import (
     delete_config_map,
     delete_secret,
     namespace_labels,
+    patch_secret,
     read_config_map_data,
     read_secret,
     upsert_config_map,
 )
 from ebb_operator.kube.custom_objects import (
+    apply_object,
     create_object,
     delete_object,
     get_object,
     list_objects,
+    patch_object,
     patch_status,
 )
 from ebb_operator.kube.errors import AlreadyExistsError, ForbiddenError, KubeApiError, NotFoundError
@@ -47,6 +50,7 @@ __all__ = [
     "ObjectRef",
     "Resource",
     "api_client",
+    "apply_object",
     "create_object",
     "create_secret",
     "delete_config_map",
@@ -56,6 +60,8 @@ __all__ = [
     "list_objects",
     "namespace_labels",
     "owner_reference",
+    "patch_object",
+    "patch_secret",
     "patch_status",
     "read_config_map_data",
     "read_secret",

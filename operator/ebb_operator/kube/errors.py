@@ -26,7 +26,7 @@ class NotFoundError(KubeApiError):
 
 
 class AlreadyExistsError(KubeApiError):
-    """409 on create: an object of that name exists."""
+    """409: on create, an object of that name exists; on a conditional patch, the object changed meanwhile."""
 
 
 class ForbiddenError(KubeApiError):
