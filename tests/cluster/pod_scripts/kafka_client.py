@@ -2,9 +2,10 @@
 advertised name resolves: `python kafka_client.py COMMAND ...`, one JSON object per output line.
 
 - create-topics NAME:PARTITIONS...
-- produce TOPIC COUNT [--prefix P] [--interval S] [--age-ms MS] [--spread N]: acks=all, timestamps MS
-  in the past, record i to partition i % N (else the default partitioner); one line per acknowledged record
-  ({"partition", "offset", "value"}) or per failed one ({"error", "value"}); then {"done": N}
+- produce TOPIC COUNT [--prefix P] [--interval S] [--age-ms MS] [--spread N] [--stop-file F]: acks=all,
+  timestamps MS in the past, record i to partition i % N (else the default partitioner), up to COUNT records
+  or until file F exists; one line per acknowledged record ({"partition", "offset", "value"}) or per failed
+  one ({"error", "value"}); then {"done": N}
 - read TOPIC: every record from the log start of each partition ({"partition", "offset", "value"})
 - read-group TOPIC GROUP: a group member that reads on forever from the group's committed offsets (the
   log start for a new group), committing after each poll; one line per record, {"error": ...} for
@@ -64,7 +65,11 @@ def create_topics(specs: list[str]) -> None:
     admin.close()
 
 
-def produce(topic: str, count: int, prefix: str, interval: float, age_ms: int, spread: int) -> None:
+def produce(
+    topic: str, count: int, prefix: str, interval: float, age_ms: int, spread: int, stop_file: str
+) -> None:
+    import os
+
     from kafka import KafkaProducer
 
     producer = KafkaProducer(
@@ -79,6 +84,8 @@ def produce(topic: str, count: int, prefix: str, interval: float, age_ms: int, s
     )
     acked = 0
     for i in range(count):
+        if stop_file and os.path.exists(stop_file):
+            break
         value = f"{prefix}{i}"
         try:
             timestamp = int(time.time() * 1000) - age_ms + i
@@ -193,6 +200,7 @@ def main(argv: list[str]) -> None:
             float(options.get("--interval", "0")),
             int(options.get("--age-ms", "0")),
             int(options.get("--spread", "0")),
+            options.get("--stop-file", ""),
         )
     elif command == "read":
         read(args[0])
