@@ -79,7 +79,12 @@ class DeleteRecordsSeries:
                 "apiVersion": "ebb.dev/v1alpha1",
                 "kind": "DeleteRecords",
                 "metadata": {"name": f"upgrade-dr-{n}"},
-                "spec": {"guard": "None", "partitions": [{"topic": DR_TOPIC, "partition": 0, "offset": n}]},
+                # Retried past a broker restart (the default 30 s is shorter than some restarts here).
+                "spec": {
+                    "guard": "None",
+                    "timeout": "5m",
+                    "partitions": [{"topic": DR_TOPIC, "partition": 0, "offset": n}],
+                },
             }
             proc = self.rel.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(body), check=False)
             if proc.returncode == 0:

@@ -5,28 +5,14 @@ finalizer an earlier version put on objects is taken off."""
 
 from __future__ import annotations
 
-import time
-
 import yaml
 
 from harness.ebb_broker import EbbBroker
 from tests.e2e.operator.operator_kafka import create_topic, unique
 from tests.k8s.operator.operator_k8s import Objects, OperatorProcess, ready
-from tests.k8s.operator.test_operator_compaction_config import _configs, _set
+from tests.k8s.operator.test_operator_compaction_config import _configs, _is_ready, _set, _until
 
 LAG = "min.compaction.lag.ms"
-
-
-def _until(what: str, check, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
-
-
-def _is_ready(obj: dict) -> bool:
-    cond = ready(obj)
-    return cond is not None and cond["status"] == "True"
 
 
 def test_no_finalizer_and_a_deleted_configs_resync_stops(
@@ -61,7 +47,7 @@ def test_no_finalizer_and_a_deleted_configs_resync_stops(
     # run at least once (same interval) and put the lag back.
     for _ in range(2):
         _set(bootstrap, kept, LAG, "5")
-        _until("the kept config's resync", lambda: _configs(bootstrap, kept)[LAG] == "3600000")
+        _until(lambda: _configs(bootstrap, kept)[LAG] == "3600000")
     assert _configs(bootstrap, gone)[LAG] == "5", "the deleted CompactionConfig still corrects its topic"
 
 
@@ -82,7 +68,7 @@ def test_a_deleted_policys_runner_is_cancelled(
     objects.cp.kubectl("delete", "-n", objects.namespace, "retentionpolicy", "idle", "--timeout=20s")
     # The only policy this operator serves: kopf logs when its daemon ends.
     stopped = "Daemon 'retentionpolicy-runner' has exited on request"
-    _until("the runner to be stopped", lambda: stopped in ebb_operator.log.read_text(errors="replace"))
+    _until(lambda: stopped in ebb_operator.log.read_text(errors="replace"))
 
 
 def test_an_earlier_versions_finalizer_is_taken_off(
