@@ -166,10 +166,9 @@ class Release:
         return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
     def chart_version(self) -> str:
-        (status,) = self.cluster.kubectl_json(
-            "get", "secrets", "-n", self.namespace, "-l", f"owner=helm,name={RELEASE},status=deployed"
-        )["items"]
-        return str(status["metadata"]["labels"]["version"])
+        """The version of the chart the release runs now."""
+        meta = self.cluster.helm("get", "metadata", RELEASE, "-n", self.namespace, "-o", "json").stdout
+        return str(json.loads(meta)["version"])
 
 
 def wait_until(what: str, check: Callable[[], Any], timeout: float, detail: Callable[[], str] = str) -> Any:

@@ -27,7 +27,8 @@ from tests.cluster.conftest import (
     wait_until,
 )
 
-pytestmark = pytest.mark.timeout(1200)
+# The session's first test: its fixtures build and push both releases and start the node (minutes cold).
+pytestmark = pytest.mark.timeout(1800)
 
 TOPIC, GROUP, DR_TOPIC = "upgrade-check", "upgrade-readers", "upgrade-dr"
 KEPT = [
@@ -140,26 +141,29 @@ def test_upgrade_rollback_and_upgrade_keep_every_record_and_object(
             pod = rel.get("deployment", "ebb-operator")["spec"]["template"]["spec"]
             pinned = target.images["operator"]
             assert pod["containers"][0]["image"] in (pinned, pinned.split("@")[0])
-        # Two more under the final release, created after its operator started.
+        # The series goes on under the final release while the records are checked.
         created = len(series.names)
-        wait_until("two more DeleteRecords", lambda: len(series.names) >= created + 2, 60)
+        rel.kubectl("exec", "upgrade-producer", "--", "touch", "/tmp/stop")
+        done = wait_until(
+            "the producer to stop",
+            lambda: [line for line in rel.logs("upgrade-producer") if "done" in line],
+            300,
+        )
+        records = acked()
+        assert done[0]["done"] == len(records) and len(records) > 100
+        stored = {
+            (r["partition"], r["offset"]): r["value"] for r in rel.pod_json_lines(TOOLBOX, "read", TOPIC)
+        }
+        lost = [r for r in records if stored.get((r["partition"], r["offset"])) != r["value"]]
+        assert not lost, f"{len(lost)} acknowledged records lost or changed, e.g. {lost[:5]}"
 
-    rel.kubectl("exec", "upgrade-producer", "--", "touch", "/tmp/stop")
-    done = wait_until(
-        "the producer to stop", lambda: [line for line in rel.logs("upgrade-producer") if "done" in line], 300
-    )
-    records = acked()
-    assert done[0]["done"] == len(records) and len(records) > 100
-    stored = {(r["partition"], r["offset"]): r["value"] for r in rel.pod_json_lines(TOOLBOX, "read", TOPIC)}
-    lost = [r for r in records if stored.get((r["partition"], r["offset"])) != r["value"]]
-    assert not lost, f"{len(lost)} acknowledged records lost or changed, e.g. {lost[:5]}"
+        def unconsumed() -> list[dict[str, Any]]:
+            seen = {(r["partition"], r["offset"]) for r in rel.logs("upgrade-consumer") if "offset" in r}
+            return [r for r in records if (r["partition"], r["offset"]) not in seen]
 
-    def unconsumed() -> list[dict[str, Any]]:
-        seen = {(r["partition"], r["offset"]) for r in rel.logs("upgrade-consumer") if "offset" in r}
-        return [r for r in records if (r["partition"], r["offset"]) not in seen]
-
-    wait_until("the consumer group to read every acknowledged record", lambda: not unconsumed(), 180,
-               lambda: f"{len(unconsumed())} not read, e.g. {unconsumed()[:3]}")  # fmt: skip
+        wait_until("the consumer group to read every acknowledged record", lambda: not unconsumed(), 180,
+                   lambda: f"{len(unconsumed())} not read, e.g. {unconsumed()[:3]}")  # fmt: skip
+        wait_until("two DeleteRecords under the final release", lambda: len(series.names) >= created + 2, 60)
 
     assert not series.errors, series.errors
     assert len(series.names) >= 10, series.names

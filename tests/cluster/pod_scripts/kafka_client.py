@@ -9,7 +9,7 @@ advertised name resolves: `python kafka_client.py COMMAND ...`, one JSON object 
 - read TOPIC: every record from the log start of each partition ({"partition", "offset", "value"})
 - read-group TOPIC GROUP: a group member that reads on forever from the group's committed offsets (the
   log start for a new group), committing after each poll; one line per record, {"error": ...} for
-  anything that goes wrong
+  anything that goes wrong (it carries on: a failed commit means those records are read again)
 - commit TOPIC GROUP PARTITION:OFFSET...
 - log-start TOPIC: {"partition": log start offset}
 - describe-topic-configs TOPIC: the topic's configs
@@ -150,7 +150,11 @@ def read_group(topic: str, group: str) -> None:
             for r in records:
                 out({"partition": r.partition, "offset": r.offset, "value": r.value.decode()})
         if batches:
-            consumer.commit()
+            try:
+                consumer.commit()
+            except Exception as exc:  # a broker restart: these records come again from the last commit
+                out({"error": repr(exc)})
+                continue
             out({"committed": {str(tp.partition): consumer.position(tp) for tp in batches}})
 
 
