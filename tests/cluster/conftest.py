@@ -43,6 +43,7 @@ SCRIPTS = Path(__file__).parent / "pod_scripts"
 NAMESPACE = RELEASE = "ebb"
 BOOTSTRAP = f"ebb-broker.{NAMESPACE}.svc.cluster.local:9092"  # what the chart's NOTES print
 TOOLBOX = "toolbox"
+TENANT = "uninstall-tenant"
 HEAD_VERSION = str(yaml.safe_load((CHART / "Chart.yaml").read_text())["version"])
 
 Say = Callable[[str], None]
@@ -185,10 +186,18 @@ def helm_from_registry(cluster: Cluster, command: str, release: publish.Publishe
     """`helm install|upgrade ebb oci://...` of a published release with the session's values (Spark on,
     the analysis job's Local engine sized for a few records, images pulled on every pod start so that each
     start goes to the registry), waiting for its pods; the seconds it took."""
+    # The chart's default grant (the release namespace, every topic and option), and a tenant namespace
+    # test_uninstall deletes.
+    grant = {
+        "namespaces": [NAMESPACE, TENANT],
+        "topics": [".*"],
+        "allow": ["GuardNone", "ForcedRetention", "Compaction", "SparkOverrides"],
+    }
     values = {
         "operator": {
             "image": {"pullPolicy": "Always"},
             "extraEnv": [{"name": k, "value": v} for k, v in SMALL_SPARK_ENV.items()],
+            "defaultCluster": {"access": [grant]},
         },
         "broker": {"image": {"pullPolicy": "Always"}},
         "spark": {"enabled": True},

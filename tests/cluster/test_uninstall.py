@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cluster.conftest import NAMESPACE, RELEASE, TOOLBOX, Release, Say, wait_until
+from tests.cluster.conftest import NAMESPACE, RELEASE, TENANT, TOOLBOX, Release, Say, wait_until
 
 pytestmark = pytest.mark.timeout(600)
 
-TENANT = "uninstall-tenant"
 FINALIZER = "ebb.dev/operator"
 
 
