@@ -71,9 +71,12 @@ class Registry:
         return self.process.log_path
 
     def requests_by(self, user_agent: str) -> list[str]:
-        """The access log lines of requests whose User-Agent contains `user_agent`."""
+        """The access log lines of reads (GET, or HEAD: containerd resolves a reference it has the content
+        of with a HEAD of its manifest) whose User-Agent contains `user_agent`."""
         lines = self.access_log.read_text(errors="replace").splitlines()
-        return [line for line in lines if user_agent in line and '"GET /v2/' in line]
+        return [
+            line for line in lines if user_agent in line and ('"GET /v2/' in line or '"HEAD /v2/' in line)
+        ]
 
 
 def _answers(host: str) -> bool:
