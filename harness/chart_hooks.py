@@ -45,31 +45,31 @@ def _local_command(container: dict[str, Any]) -> list[str]:
 
 
 def run(cp: ControlPlane, found: list[dict[str, Any]], namespace: str, log_dir: Path) -> None:
-    """Run the hooks `found` in order; each Job's command gets its container's plain env."""
-    objects = []
-    for doc in found:
-        if doc["kind"] != "Job":
-            cp.kubectl("apply", "--server-side", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(doc))
-            objects.append(doc)
-            continue
+    """Run the hooks `found`: their other objects (ServiceAccounts, RBAC: weighted before the Jobs) applied
+    in one go, each Job's command run in order with its container's plain env, then the objects deleted."""
+    objects = [d for d in found if d["kind"] != "Job"]
+    if objects:
+        cp.kubectl("apply", "--server-side", "-n", namespace, "-f", "-", stdin=yaml.safe_dump_all(objects))
+    for doc in (d for d in found if d["kind"] == "Job"):
         pod = doc["spec"]["template"]["spec"]
         (container,) = pod["containers"]
         kubeconfig = cp.service_account_kubeconfig(namespace, pod["serviceAccountName"])
         env = cp.env(kubeconfig)
         env.update({e["name"]: str(e["value"]) for e in container.get("env", []) if "value" in e})
-        log = log_dir / f"hook-{doc['metadata']['name']}.log"
+        name = doc["metadata"]["name"]
+        log = log_dir / f"hook-{name}.log"
         log_dir.mkdir(parents=True, exist_ok=True)
         with log.open("wb") as out:
             proc = subprocess.run(
                 _local_command(container), env=env, stdout=out, stderr=subprocess.STDOUT, timeout=_TIMEOUT
             )
         if proc.returncode != 0:
-            raise HookFailed(
-                f"hook Job {doc['metadata']['name']} exited {proc.returncode}:\n{log.read_text()}"
-            )
-    for doc in reversed(objects):
-        kind, name = doc["kind"], doc["metadata"]["name"]
-        cp.kubectl("delete", kind, name, "-n", namespace, "--ignore-not-found", "--wait=false")
+            raise HookFailed(f"hook Job {name} exited {proc.returncode}:\n{log.read_text()}")
+    if objects:
+        cp.kubectl(
+            "delete", "-n", namespace, "-f", "-", "--ignore-not-found", "--wait=false",
+            stdin=yaml.safe_dump_all(objects),
+        )  # fmt: skip
 
 
 def helm_with_hooks(
