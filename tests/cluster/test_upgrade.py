@@ -31,6 +31,7 @@ from tests.cluster.conftest import (
 pytestmark = pytest.mark.timeout(1800)
 
 TOPIC, GROUP, DR_TOPIC = "upgrade-check", "upgrade-readers", "upgrade-dr"
+FINISHED = ("Succeeded", "Failed", "PartiallyFailed")
 KEPT = [
     ("kafkacluster", "ebb"),
     ("secret", "ebb-broker-tls"),
@@ -172,11 +173,18 @@ def test_upgrade_rollback_and_upgrade_keep_every_record_and_object(
         items = rel.cluster.kubectl_json("get", "deleterecords", "-n", NAMESPACE)["items"]
         return {d["metadata"]["name"]: d.get("status", {}).get("phase", "") for d in items}
 
+    def unfinished() -> str:
+        """The unfinished ones as they are stored, and what the operator said last."""
+        names = [n for n, p in outcomes().items() if n in series.names and p not in FINISHED]
+        stored = [rel.kubectl("get", "deleterecords", n, "-o", "yaml").stdout for n in names]
+        log = rel.kubectl("logs", "deploy/ebb-operator", "--tail=60", check=False).stdout
+        return "\n---\n".join([*stored, log])
+
     wait_until(
         "every DeleteRecords of the series to finish",
-        lambda: all(outcomes().get(n) in ("Succeeded", "Failed", "PartiallyFailed") for n in series.names),
+        lambda: all(outcomes().get(n) in FINISHED for n in series.names),
         180,
-        lambda: str({n: outcomes().get(n) for n in series.names}),
+        unfinished,
     )
     failed = {n: p for n, p in outcomes().items() if n in series.names and p != "Succeeded"}
     assert not failed, f"DeleteRecords created during the upgrades failed: {failed}"
