@@ -55,12 +55,13 @@ class StatusWriter(Generic[S]):
         self.status.observed_generation = self.generation
         try:
             await asyncio.to_thread(kube.patch_status, self.ref, self._render(self.status))
-        except kube.NotFoundError:
+        except kube.NotFoundError as exc:
+            if not exc.object_missing:
+                raise  # its CRD is being updated: kopf retries
             # Deleted while it was being handled: nothing more is done for it (a DeleteRecords whose plan
             # cannot be recorded deletes nothing), and kopf does not retry.
-            raise kopf.PermanentError(
-                f"{self.kind} {self.ref.namespace}/{self.ref.name} was deleted"
-            ) from None
+            gone = f"{self.kind} {self.ref.namespace}/{self.ref.name} was deleted"
+            raise kopf.PermanentError(gone) from None
 
     async def failed(self, exc: BaseException, *, message: str | None = None) -> str:
         """Record a failure: Ready=False with the exception class's reason, a warning Event, the metric."""
