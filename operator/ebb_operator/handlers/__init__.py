@@ -4,6 +4,9 @@ requirement off every daemon and timer (handlers/lifetime.py: the operator puts 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import kopf
 
 from ebb_operator.handlers import (
@@ -18,6 +21,7 @@ from ebb_operator.models import compaction_config as cc_model
 from ebb_operator.models import delete_records as dr_model
 from ebb_operator.models import kafka_cluster as kc_model
 from ebb_operator.models.common import GROUP, VERSION
+from ebb_operator.models.crd import CrdInfo
 from ebb_operator.settings import OperatorSettings
 
 __all__ = [
@@ -31,37 +35,33 @@ __all__ = [
 ]
 
 
+def _periodic(
+    crd: CrdInfo, handler_id: str, fn: Callable[..., Any], interval: float, delay: float = 0
+) -> None:
+    """A timer for each object of `crd`, ending with its object (handlers/lifetime.py)."""
+    timer = kopf.timer(
+        GROUP,
+        VERSION,
+        crd.plural,
+        id=handler_id,
+        interval=interval,
+        initial_delay=delay,
+        when=lifetime.alive(crd),
+    )
+    timer(fn)
+
+
 def register(config: OperatorSettings) -> None:
     """The periodic passes: CompactionConfig drift, KafkaCluster health, DeleteRecords' freed bytes."""
     every = config.resync_seconds
-    kopf.timer(
-        GROUP,
-        VERSION,
-        cc_model.CRD.plural,
-        id="compactionconfig-resync",
-        interval=every,
-        initial_delay=every,
-        when=lifetime.alive(cc_model.CRD),
-    )(
-        compaction_config.compactionconfig_resync  # type: ignore[arg-type]  # index kwarg
+    _periodic(
+        cc_model.CRD, "compactionconfig-resync", compaction_config.compactionconfig_resync, every, every
     )
-    kopf.timer(
-        GROUP,
-        VERSION,
-        kc_model.CRD.plural,
-        id="kafkacluster-resync",
-        interval=every,
-        initial_delay=every,
-        when=lifetime.alive(kc_model.CRD),
-    )(
-        kafka_cluster.kafkacluster_resync  # type: ignore[arg-type]  # index kwargs
+    _periodic(kc_model.CRD, "kafkacluster-resync", kafka_cluster.kafkacluster_resync, every, every)
+    _periodic(
+        dr_model.CRD,
+        "deleterecords-reclaimed",
+        delete_records.deleterecords_reclaimed,
+        config.reclaim_poll_seconds,
     )
-    kopf.timer(
-        GROUP,
-        VERSION,
-        dr_model.CRD.plural,
-        id="deleterecords-reclaimed",
-        interval=config.reclaim_poll_seconds,
-        when=lifetime.alive(dr_model.CRD),
-    )(delete_records.deleterecords_reclaimed)
     lifetime.without_finalizers()
