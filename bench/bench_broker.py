@@ -31,6 +31,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.brokers import cpu_seconds, kafka_available, ratio
 from bench.report import emit
 from harness.ebb_broker import EbbBroker
 from harness.tls import TestCA
@@ -152,32 +153,13 @@ def _kafka(work: Path, ca: TestCA) -> Iterator[list[Target]]:
         yield _targets("apache-kafka", k.process.pid, bootstraps, ca.ca_pem, work)
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (every thread), from /proc/<pid>/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @contextlib.contextmanager
 def _broker_cpu(pid: int, into: dict[str, Any], key: str, records: int = RECORDS) -> Iterator[None]:
     """Record the broker's CPU microseconds per record spent in the block: unlike wall-clock rates, this
     hardly moves when other work loads the machine."""
-    before = _cpu_seconds(pid)
+    before = cpu_seconds(pid)
     yield
-    into[key] = (_cpu_seconds(pid) - before) * 1e6 / records
-
-
-def _kafka_available() -> str | None:
-    """None when Apache Kafka can be started, else why not."""
-    try:
-        from harness.kafka import libs_dir
-    except ImportError:
-        return "harness/kafka.py is not on this branch"
-    try:
-        libs_dir()
-    except Exception as exc:
-        return f"Apache Kafka is not assembled ({exc}); run `make harness-kafka`"
-    return None
+    into[key] = (cpu_seconds(pid) - before) * 1e6 / records
 
 
 def _produce_throughput(conf: Conf, topic: str, count: int = RECORDS) -> tuple[float, float]:
@@ -338,9 +320,9 @@ def _measure(targets: list[Target], java_tools: bool) -> None:
     rates: dict[str, list[float]] = {t.name: [] for t in targets}
 
     def java_fetch(t: Target) -> None:
-        before = _cpu_seconds(t.pid)
+        before = cpu_seconds(t.pid)
         rates[t.name].append(_java_fetch_once(t, t.topic("bench")))
-        cpu[t.name] += _cpu_seconds(t.pid) - before
+        cpu[t.name] += cpu_seconds(t.pid) - before
 
     for round_ in range(JAVA_FETCH_ROUNDS):
         _each(targets, f"kafka-consumer-perf-test round {round_ + 1}", java_fetch)
@@ -356,17 +338,11 @@ def _measure(targets: list[Target], java_tools: bool) -> None:
     _each(targets, f"kafka-producer-perf-test, {RECORDS} records", java_produce)
 
 
-def _ratio(broker: str, listener: str, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """a / b for every figure both rows have (MB/s left out: the same ratio as records/s)."""
-    figures = [k for k, v in a.items() if isinstance(v, float) and k in b and not k.endswith("_MB_s")]
-    return {"broker": broker, "listener": listener, **{k: a[k] / b[k] for k in figures}}
-
-
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ebb-bench-") as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
         ca = TestCA(work / "pki")
-        why_not = _kafka_available()
+        why_not = kafka_available()
         brokers = [stack.enter_context(_ebb(work, ca))]
         if why_not is None:
             brokers.append(stack.enter_context(_kafka(work, ca)))
@@ -383,10 +359,16 @@ def main() -> None:
     ebb, kafka = "ebb-broker", "apache-kafka"
     for broker, short in ((ebb, "ebb"), (kafka, "kafka"))[: len(brokers)]:
         tls, plain = row[broker, "sasl_ssl"], row[broker, "plaintext"]
-        rows.append(_ratio(f"ratio {short} sasl_ssl/plaintext", "", tls, plain))
+        rows.append(ratio({"broker": f"ratio {short} sasl_ssl/plaintext", "listener": ""}, tls, plain))
     if why_not is None:
         for listener in LISTENERS:
-            rows.append(_ratio("ratio ebb/kafka", listener, row[ebb, listener], row[kafka, listener]))
+            rows.append(
+                ratio(
+                    {"broker": "ratio ebb/kafka", "listener": listener},
+                    row[ebb, listener],
+                    row[kafka, listener],
+                )
+            )
     else:
         notes += f"; Apache Kafka not measured: {why_not}"
     emit("broker", rows, notes=notes)

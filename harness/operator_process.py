@@ -39,6 +39,11 @@ class OperatorProcess:
     def log_tail(self, chars: int = 3000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:]
 
+    def metrics_text(self) -> str:
+        """Its Prometheus metrics, as scraped."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+            return str(r.read().decode())
+
 
 def _live(port: int) -> bool:
     try:
@@ -48,9 +53,22 @@ def _live(port: int) -> bool:
         return False
 
 
+def _webhook_ready(port: int) -> bool:
+    """The operator's admission webhook serves, and the API server knows where (its metric says so)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
+            return "ebb_operator_webhook_ready 1.0" in resp.read().decode()
+    except OSError:
+        return False
+
+
 def deployment_settings(deployment: dict[str, Any], namespace: str, **overrides: str) -> dict[str, str]:
     """The EBB_* environment the chart's operator Deployment gives its container, as a local process needs
-    it (the downward-API namespace resolved to `namespace`), with `overrides` on top."""
+    it (the downward-API namespace resolved to `namespace`), with `overrides` on top.
+
+    No pod backs the chart's webhook Service here, so a local process serves the admission webhook on a
+    free port of 127.0.0.1 and points ValidatingWebhookConfiguration ebb.dev at itself
+    (EBB_WEBHOOK_MANAGED, which the chart's RBAC allows on that configuration)."""
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     settings: dict[str, str] = {}
     for var in container.get("env") or []:
@@ -61,6 +79,9 @@ def deployment_settings(deployment: dict[str, Any], namespace: str, **overrides:
         elif var.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
             settings[var["name"]] = namespace
     settings.pop("EBB_OPERATOR_IMAGE", None)  # no image runs here; the SparkApplication engine sets its own
+    if "EBB_WEBHOOK_PORT" in settings:
+        local = {"EBB_WEBHOOK_PORT": str(free_port()), "EBB_WEBHOOK_HOST": "127.0.0.1"}
+        settings.update(local, EBB_WEBHOOK_MANAGED="true")
     return {**settings, **overrides}
 
 
@@ -72,10 +93,12 @@ def running_operator(
     namespaces: tuple[str, ...] = (),
     settings: dict[str, str] | None = None,
 ) -> Iterator[OperatorProcess]:
-    """The operator, live (kopf's /healthz answers), for the duration of the block; stopped with
+    """The operator, live (kopf's /healthz answers, and its admission webhook serves when it has one), for
+    the duration of the block; stopped with
     SIGTERM (then SIGKILL) afterwards. `env` carries KUBECONFIG (e.g. ControlPlane.env(sa_kubeconfig));
     `settings` the operator's EBB_* variables (docs/operator.md), as the chart's Deployment sets them."""
     env = {**env, **(settings or {})}
+    webhook = "EBB_WEBHOOK_PORT" in env  # live, then also serving its admission webhook
     metrics_port, liveness_port = free_port(), free_port()
     argv = [
         sys.executable, "-m", "ebb_operator",
@@ -99,14 +122,15 @@ def running_operator(
         process = OperatorProcess(popen, log_path, metrics_port, liveness_port)
         try:
             deadline = time.monotonic() + _START_TIMEOUT
-            while not _live(liveness_port):
+            while not _live(liveness_port) or (webhook and not _webhook_ready(metrics_port)):
                 if popen.poll() is not None:
                     raise OperatorStartError(
                         f"ebb-operator exited ({popen.returncode}):\n{process.log_tail()}"
                     )
                 if time.monotonic() > deadline:
                     raise OperatorStartError(
-                        f"ebb-operator not live after {_START_TIMEOUT:.0f}s:\n{process.log_tail()}"
+                        f"ebb-operator not live (or its webhook not serving) after {_START_TIMEOUT:.0f}s:\n"
+                        f"{process.log_tail()}"
                     )
                 time.sleep(0.3)
             yield process

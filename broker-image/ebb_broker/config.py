@@ -3,7 +3,7 @@
 Values arrive as strings (``--config KEY=VALUE``) and are parsed here once; every unknown key or bad value
 raises ``InvalidConfigError`` naming the key. Topic-level settings are the log engine's ``LogConfig``
 (``ebb_broker.log.log_config``); the broker's ``log.*`` keys are their defaults (Kafka's synonyms). Ebb
-adds KIP-68's ``log.retention.commitoffset.{enable,ms,minutes,hours}``.
+adds KIP-68's ``log.retention.commitoffset.{enable,ms,minutes,hours,groups}``.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ _TOPIC_SYNONYMS = {
     "compression.lz4.level": "compression.lz4.level",
     "compression.zstd.level": "compression.zstd.level",
     "tombstone.null.value.enable": "tombstone.null.value.enable",
+    "log.retention.commitoffset.groups": "retention.commitoffset.groups",
 }
 
 
@@ -205,6 +206,7 @@ class BrokerConfig(KafkaStyleConfig):
     log_retention_commitoffset_ms: KafkaLong | None = Field(
         None, alias="log.retention.commitoffset.ms", ge=-1
     )
+    log_retention_commitoffset_groups: str = Field("", alias="log.retention.commitoffset.groups")
     tombstone_null_value_enable: bool = Field(True, alias="tombstone.null.value.enable")
     # Limits no single client can break (Kafka's SocketServer names and defaults; docs/broker.md).
     socket_request_max_bytes: KafkaInt = Field(104_857_600, alias="socket.request.max.bytes", ge=1)
@@ -214,6 +216,12 @@ class BrokerConfig(KafkaStyleConfig):
     max_connections: KafkaInt = Field(2**31 - 1, alias="max.connections", ge=0)
     max_connections_per_ip: KafkaInt = Field(2**31 - 1, alias="max.connections.per.ip", ge=0)
     max_connections_per_ip_overrides: str = Field("", alias="max.connections.per.ip.overrides")
+    # The most a Fetch response carries, whatever the request's max_bytes says (Kafka's, 55 MiB).
+    fetch_max_bytes: KafkaInt = Field(57_671_680, alias="fetch.max.bytes", ge=1024)
+    # Client quotas (KIP-13): the rates they bound are averaged over quota.window.num samples of
+    # quota.window.size.seconds each (Kafka's names and defaults).
+    quota_window_num: KafkaInt = Field(11, alias="quota.window.num", ge=1)
+    quota_window_size_seconds: KafkaInt = Field(1, alias="quota.window.size.seconds", ge=1)
     # Ebb: the most partitions this broker holds (every topic, __consumer_offsets included); creation past
     # it, or past what the descriptor limit allows, is refused before anything is written.
     max_partitions: KafkaInt = Field(10_000, alias="max.partitions", ge=1)

@@ -63,6 +63,7 @@ DYNAMIC_KEYS = frozenset(
         "message.max.bytes",
         "log.retention.commitoffset.enable",
         "log.retention.commitoffset.ms",
+        "log.retention.commitoffset.groups",
         "tombstone.null.value.enable",
     }
 )

@@ -17,6 +17,7 @@ from ebb_operator import crdgen, rbac
 from ebb_operator.kafka import EARLIEST, LATEST, ClusterAdmin, ClusterConnection, TopicPartition
 from ebb_operator.models.common import Model
 from ebb_operator.models.delete_records import HIGH_WATERMARK, PartitionOffset
+from ebb_operator.models.validation import explain
 
 
 class OffsetJsonFile(Model):
@@ -37,7 +38,7 @@ def load_offsets(path: Path) -> dict[TopicPartition, int]:
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
     except ValidationError as exc:
-        raise UsageError(f"{path} is not a valid offsets file: {exc}") from exc
+        raise UsageError(f"{path} is not a valid offsets file: {explain(exc, '')}") from exc
     offsets: dict[TopicPartition, int] = {}
     for p in parsed.partitions:
         tp = TopicPartition(p.topic, p.partition)

@@ -82,9 +82,13 @@ ALERT_TESTS = {
         # ...and a second failure at 20 h of a series older than the window.
         {"series": 'ebb_operator_policy_runs_total{namespace="team",policy="clicks",outcome="Failed"}',
          "values": "1x1200 2x600"},
-        # DeleteRecords: a first failure at 5 h; a CompactionConfig failure must not alert.
+        # DeleteRecords: a first failure at 5 h; a CompactionConfig failure must not alert, nor expected
+        # refusals (the guard, the grant, a waiting cluster) that start and grow meanwhile.
         {"series": FAILURES % ("DeleteRecords", "PartiallyFailed"), "values": "_x300 1x1500"},
         {"series": FAILURES % ("CompactionConfig", "KafkaError"), "values": "_x300 1x1500"},
+        {"series": FAILURES % ("DeleteRecords", "GuardRefused"), "values": "_x290 1+1x1510"},
+        {"series": FAILURES % ("DeleteRecords", "Forbidden"), "values": "_x290 1+1x1510"},
+        {"series": FAILURES % ("DeleteRecords", "ClusterNotFound"), "values": "_x290 1+1x1510"},
     ],
     "alert_rule_test": [
         {"eval_time": "23h", "alertname": "EbbPartitionsHeld", "exp_alerts": []},
@@ -139,9 +143,11 @@ def _exported() -> set[str]:
     registries: list[CollectorRegistry] = [OPERATOR_REGISTRY, broker.registry]
     for registry in registries:
         for family in registry.collect():
-            suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_sum", "_count"]}.get(
-                family.type, [""]
-            )
+            suffixes = {
+                "counter": ["_total"],
+                "histogram": ["_bucket", "_sum", "_count"],
+                "info": ["_info"],
+            }.get(family.type, [""])
             names.update(family.name + s for s in suffixes)
     return names
 
@@ -168,13 +174,15 @@ def test_every_query_is_promql_over_exported_metrics(tmp_path: Path) -> None:
     used = {name for q in queries for name in re.findall(r"\bebb_[a-z_]+\b", q)}
     assert used - _exported() == set(), f"queries name metrics nobody exports: {used - _exported()}"
     # The dashboard covers what it promises: reclaimed bytes, held partitions and their groups, run
-    # outcomes, broker disk.
+    # outcomes, broker disk, the operator's reconcile times and leader.
     for metric in (
         "ebb_operator_bytes_reclaimed_total",
         "ebb_operator_policy_held_partitions",
         "ebb_operator_policy_held_partitions_by_group",
         "ebb_operator_policy_runs_total",
         "ebb_log_size_bytes",
+        "ebb_operator_reconcile_duration_seconds_bucket",
+        "ebb_operator_leader",
     ):
         assert metric in used, metric
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cluster.conftest import NAMESPACE, RELEASE, TENANT, TOOLBOX, Release, Say, wait_until
+from tests.cluster.conftest import NAMESPACE, RELEASE, TOOLBOX, Release, Say, wait_until
+from tests.cluster.conftest import UNINSTALL_TENANT as TENANT
 
 pytestmark = pytest.mark.timeout(600)
 

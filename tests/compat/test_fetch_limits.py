@@ -13,17 +13,16 @@ import uuid
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.fetch import FetchResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
 from harness.bounded import close_within
 from tests.compat.conftest import Side
-from tests.compat.wire import Wire
+from tests.compat.wire import Wire, fetch_request
 from tests.record_batches import raw_batch, record
 
 BATCHES = 12
 RECORDS_PER_BATCH = 10
-F = FetchRequest[12]
 P = ProduceRequest[9]
 
 
@@ -78,32 +77,8 @@ def _fill(wire: Wire, topic: str, partitions: int) -> int:
 
 def _fetch(wire: Wire, topic: str, offsets: list[int], max_bytes: int, partition_max_bytes: int) -> list[int]:
     """Record bytes per partition of one Fetch v12."""
-    request = F(
-        replica_id=-1,
-        max_wait_ms=0,
-        min_bytes=0,
-        max_bytes=max_bytes,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=[
-            F.FetchTopic(
-                topic=topic,
-                partitions=[
-                    F.FetchTopic.FetchPartition(
-                        partition=p,
-                        fetch_offset=offset,
-                        partition_max_bytes=partition_max_bytes,
-                        current_leader_epoch=-1,
-                        log_start_offset=-1,
-                        last_fetched_epoch=-1,
-                    )
-                    for p, offset in enumerate(offsets)
-                ],
-            )
-        ],
-        forgotten_topics_data=[],
-        rack_id="",
+    request = fetch_request(
+        topic, list(enumerate(offsets)), max_bytes=max_bytes, partition_max_bytes=partition_max_bytes
     )
     wire.send_raw(wire.frame(request, 12))
     response = FetchResponse.decode(wire.recv_frame(), version=12, header=True)

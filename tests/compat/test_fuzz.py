@@ -10,7 +10,6 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.admin.topics import CreateTopicsRequest
-from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.group import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -28,7 +27,7 @@ from kafka.record.memory_records import MemoryRecordsBuilder
 from harness.ebb_broker import EbbBroker
 from tests.compat.clients import CLIENTS
 from tests.compat.conftest import SecureBroker
-from tests.compat.wire import Wire
+from tests.compat.wire import FETCH_VERSION, Wire, fetch_request
 from tests.record_batches import raw_batch, record
 
 KEEP = "fuzz-keep"
@@ -47,7 +46,6 @@ def _seeds() -> list[bytes]:
     w = Wire.__new__(Wire)
     w.correlation = 0
     P = ProduceRequest[9]
-    F = FetchRequest[12]
     L = ListOffsetsRequest[7]
     J = JoinGroupRequest[5]
     C = OffsetCommitRequest[8]
@@ -135,35 +133,7 @@ def _seeds() -> list[bytes]:
             ),
             9,
         ),
-        w.frame(
-            F(
-                replica_id=-1,
-                max_wait_ms=10,
-                min_bytes=1,
-                max_bytes=1 << 20,
-                isolation_level=0,
-                session_id=0,
-                session_epoch=-1,
-                topics=[
-                    F.FetchTopic(
-                        topic=KEEP,
-                        partitions=[
-                            F.FetchTopic.FetchPartition(
-                                partition=0,
-                                fetch_offset=0,
-                                partition_max_bytes=1 << 20,
-                                current_leader_epoch=-1,
-                                log_start_offset=-1,
-                                last_fetched_epoch=-1,
-                            )
-                        ],
-                    )
-                ],
-                forgotten_topics_data=[],
-                rack_id="",
-            ),
-            12,
-        ),
+        w.frame(fetch_request(KEEP, [(0, 0)], max_wait_ms=10, min_bytes=1, max_bytes=1 << 20), FETCH_VERSION),
         w.frame(
             L(
                 replica_id=-1,

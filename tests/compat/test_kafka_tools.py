@@ -31,7 +31,8 @@ class Target:
     name: str
     bootstrap_servers: str
     data_dir: Path
-    # Ebb's own topic configs (KIP-68 retention.commitoffset.ms, KIP-87 tombstone.null.value.enable).
+    # Ebb's own topic configs (KIP-68 retention.commitoffset.ms and .groups, KIP-87
+    # tombstone.null.value.enable).
     has_ebb_configs: bool
 
 
@@ -224,7 +225,11 @@ KAFKA_CONFIGS = {
     "min.compaction.lag.ms": "1000",
     "delete.retention.ms": "60000",
 }
-EBB_CONFIGS = {"retention.commitoffset.ms": "600000", "tombstone.null.value.enable": "false"}
+EBB_CONFIGS = {
+    "retention.commitoffset.ms": "600000",
+    "retention.commitoffset.groups": "billing,audit",  # a list: kafka-configs takes it as [billing,audit]
+    "tombstone.null.value.enable": "false",
+}
 
 
 def _add_config_arg(configs: dict[str, str]) -> str:

@@ -107,7 +107,12 @@ def test_consumed_retention_deletes_consumed_segments_and_keeps_the_rest(
     _create(
         b.bootstrap,
         "consumed",
-        {"segment.bytes": "300", "retention.commitoffset.ms": "500", "file.delete.delay.ms": "0"},
+        {
+            "segment.bytes": "300",
+            "retention.commitoffset.ms": "500",
+            "retention.commitoffset.groups": "reader",
+            "file.delete.delay.ms": "0",
+        },
     )
     _produce(b.bootstrap, "consumed", [(None, f"r{i}".encode() * 5, None) for i in range(30)])
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
@@ -142,7 +147,12 @@ def test_consumed_retention_never_counts_an_open_or_aborted_transactional_commit
     _create(
         b.bootstrap,
         "consumed-txn",
-        {"segment.bytes": "300", "retention.commitoffset.ms": "500", "file.delete.delay.ms": "0"},
+        {
+            "segment.bytes": "300",
+            "retention.commitoffset.ms": "500",
+            "retention.commitoffset.groups": "txn-reader",
+            "file.delete.delay.ms": "0",
+        },
     )
     _produce(b.bootstrap, "consumed-txn", [(None, f"r{i}".encode() * 5, None) for i in range(30)])
     time.sleep(0.6)  # age the records past retention.commitoffset.ms (500 ms)

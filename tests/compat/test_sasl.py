@@ -13,6 +13,8 @@ import pytest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
@@ -74,6 +76,53 @@ def test_wrong_password_and_unknown_user_fail_alike(secure_broker: SecureBroker,
         assert _authenticate(ok, "alice", "alice-secret").error_code == 0
     finally:
         ok.close()
+
+
+def _plain(w: Wire, user: str, password: str) -> Any:
+    """SaslHandshake v1 + PLAIN in SaslAuthenticate v2; the response."""
+    w.send_raw(w.frame(SaslHandshakeRequest[1](mechanism="PLAIN"), 1))
+    assert SaslHandshakeResponse.decode(w.recv_frame(), version=1, header=True).error_code == 0
+    w.send_raw(w.frame(SaslAuthenticateRequest[2](auth_bytes=f"\0{user}\0{password}".encode()), 2))
+    return SaslAuthenticateResponse.decode(w.recv_frame(), version=2, header=True)
+
+
+def test_plain_users_are_the_start_users_not_those_made_later(secure_broker: SecureBroker) -> None:
+    """As Kafka's PLAIN users are its static JAAS `user_<name>` entries: carol, made with
+    AlterUserScramCredentials (which carries no password), logs in with SCRAM and is refused PLAIN
+    with the unknown user's message; a start user (given with a password) logs in with PLAIN."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    sb = secure_broker
+    admin = AdminClient({"bootstrap.servers": sb.broker.bootstrap_of("PLAINTEXT")})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+    for future in admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion("carol", info, b"carol-secret")]
+    ).values():
+        future.result(30)
+    messages = []
+    for user, password in (("carol", "carol-secret"), ("mallory", "carol-secret")):
+        w = _wire(sb, "SASL_SSL")
+        try:
+            refused = _plain(w, user, password)
+            assert refused.error_code == SASL_AUTHENTICATION_FAILED
+            messages.append(refused.error_message)
+        finally:
+            w.close()
+    assert messages[0] == messages[1] == "Authentication failed: Invalid username or password"
+    for authenticate in (
+        lambda w: _authenticate(w, "carol", "carol-secret"),
+        lambda w: _plain(w, "bob", "bob-secret"),
+    ):
+        w = _wire(sb, "SASL_SSL")
+        try:
+            assert authenticate(w).error_code == 0
+        finally:
+            w.close()
 
 
 def test_real_clients_report_a_wrong_password(secure_broker: SecureBroker) -> None:

@@ -9,15 +9,14 @@ import uuid
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
-from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.fetch import FetchResponse
 
 from harness.bounded import close_within
 from tests.compat.conftest import Side
-from tests.compat.wire import Wire
+from tests.compat.wire import Wire, fetch_request
 
 # compression.type -> the codec id (batch attributes bits 0-2) of what a producer writing lz4 finds stored.
 STORED_CODEC = {"producer": 3, "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-F = FetchRequest[12]
 
 
 def _create(side: Side, configs: dict[str, dict[str, str]]) -> None:
@@ -43,32 +42,7 @@ def _create(side: Side, configs: dict[str, dict[str, str]]) -> None:
 
 def _stored_codecs(side: Side, topic: str) -> set[int]:
     """The compression codec of every batch the partition holds, read with a raw Fetch."""
-    request = F(
-        replica_id=-1,
-        max_wait_ms=0,
-        min_bytes=0,
-        max_bytes=10**7,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=[
-            F.FetchTopic(
-                topic=topic,
-                partitions=[
-                    F.FetchTopic.FetchPartition(
-                        partition=0,
-                        fetch_offset=0,
-                        partition_max_bytes=10**7,
-                        current_leader_epoch=-1,
-                        log_start_offset=-1,
-                        last_fetched_epoch=-1,
-                    )
-                ],
-            )
-        ],
-        forgotten_topics_data=[],
-        rack_id="",
-    )
+    request = fetch_request(topic, [(0, 0)])
     wire = Wire(side.bootstrap)
     try:
         wire.send_raw(wire.frame(request, 12))

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Sequence
 
 from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.consumer.fetch import FetchRequest
+
+FETCH_VERSION = 12  # the highest ebb-broker serves, the last that names topics (v13+ use topic ids)
 
 
 class Wire:
@@ -49,3 +53,44 @@ class Wire:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def fetch_request(
+    topic: str,
+    partitions: Sequence[tuple[int, int]],
+    *,
+    max_wait_ms: int = 0,
+    min_bytes: int = 0,
+    max_bytes: int = 10**7,
+    partition_max_bytes: int | None = None,
+    version: int = FETCH_VERSION,
+) -> ApiMessage:
+    """A sessionless Fetch of one topic's (partition, offset) pairs, in order, repeats and all."""
+    F = FetchRequest[version]
+    return F(
+        replica_id=-1,
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            F.FetchTopic(
+                topic=topic,
+                partitions=[
+                    F.FetchTopic.FetchPartition(
+                        partition=p,
+                        fetch_offset=offset,
+                        partition_max_bytes=max_bytes if partition_max_bytes is None else partition_max_bytes,
+                        current_leader_epoch=-1,
+                        log_start_offset=-1,
+                        last_fetched_epoch=-1,
+                    )
+                    for p, offset in partitions
+                ],
+            )
+        ],
+        forgotten_topics_data=[],
+        rack_id="",
+    )

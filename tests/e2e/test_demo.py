@@ -35,9 +35,11 @@ def test_demo_script_reclaims_bytes_and_names_the_group_holding_back() -> None:
     assert "PHASE" in out and "PartiallyFailed" in out  # kubectl get with the printer columns
     # The RetentionPolicy example (a dry run): reporting never committed on orders-2, so it holds it.
     assert re.search(r"orders-2: held \(NoCommit\) by reporting", out), out
-    # A tenant reaching outside its KafkaCluster grant is refused by name, and nothing reaches Kafka.
-    forbidden = r"reason=Forbidden: spec.partitions reaches 1 topic\(s\) outside the topics granted"
+    # A tenant reaching outside its KafkaCluster grant is refused at kubectl apply, by name; nothing is
+    # stored and nothing reaches Kafka.
+    forbidden = r"denied the request: spec.partitions\[0\].topic 'orders': outside the topics granted"
     assert re.search(forbidden, out), out
+    assert "DeleteRecords stored in team-payments: none" in out
     untouched = r"orders log start offsets before (\{.*\}), after \1: nothing was sent to Kafka"
     assert re.search(untouched, out), out
     assert "demo finished" in out

@@ -7,8 +7,7 @@ operator as local processes (no kubelet runs pods here) with the chart's setting
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from harness.bounded import wait_until
 from harness.chart_hooks import helm_with_hooks
 from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
@@ -29,15 +29,20 @@ EXAMPLES = ROOT / "examples"
 # that operator): enough for the API server to accept the chart's objects of those kinds in a dry run.
 SERVICEMONITOR_CRD = Path(__file__).parent / "servicemonitor-crd.yaml"
 PROMETHEUSRULE_CRD = Path(__file__).parent / "prometheusrule-crd.yaml"
+CERT_MANAGER_CRDS = Path(__file__).parent / "cert-manager-crds.yaml"
 
 EVERY_OPTION = (
     "--set", "operator.serviceMonitor.enabled=true",
     "--set", "prometheusRule.enabled=true",
     "--set", "spark.enabled=true",
+    "--set", "spark.jobNamespace=chart-team-b",
+    "--set", "operator.imagePullSecrets[0].name=regcred",
+    "--set", "operator.defaultCluster.analysisCredentialsSecret=ebb-analysis",
     "--set", "operator.watchNamespaces={chart-team-a,chart-team-b}",
     "--set", "broker.service.type=NodePort",
     "--set", "broker.service.nodePort=30092",
     "--set", "crds.keep=false",
+    "--set", "operator.webhook.certManager.enabled=true",
 )  # fmt: skip
 
 
@@ -53,12 +58,12 @@ def test_helm_lint_passes_strict_with_defaults_and_every_option(control_plane: C
 @pytest.fixture(scope="module")
 def servicemonitor_crd(control_plane: ControlPlane) -> None:
     control_plane.kubectl(
-        "apply", "--server-side", "-f", str(SERVICEMONITOR_CRD), "-f", str(PROMETHEUSRULE_CRD)
-    )
-    for crd in ("servicemonitors", "prometheusrules"):
-        control_plane.kubectl(
-            "wait", "--for=condition=Established", f"crd/{crd}.monitoring.coreos.com", "--timeout=60s"
-        )
+        "apply", "--server-side", "-f", str(SERVICEMONITOR_CRD), "-f", str(PROMETHEUSRULE_CRD),
+        "-f", str(CERT_MANAGER_CRDS),
+    )  # fmt: skip
+    for crd in ("servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com",
+                "certificates.cert-manager.io", "issuers.cert-manager.io"):  # fmt: skip
+        control_plane.kubectl("wait", "--for=condition=Established", f"crd/{crd}", "--timeout=60s")
 
 
 @pytest.mark.parametrize("options", [(), EVERY_OPTION], ids=["defaults", "every-option"])
@@ -79,7 +84,15 @@ def test_rendered_chart_is_accepted_by_the_api_server(
     applied = [line for line in result.stdout.splitlines() if "serverside-applied (server dry run)" in line]
     assert len(applied) == len(kinds(rendered)), result.stdout
     if options:
-        assert {"ServiceMonitor", "PrometheusRule", "Role", "RoleBinding"} <= set(kinds(rendered))
+        assert {"ServiceMonitor", "PrometheusRule", "Role", "RoleBinding", "Certificate", "Issuer"} <= set(
+            kinds(rendered)
+        )
+        spark = [d for d in yaml.safe_load_all(rendered) if d and "spark" in d["metadata"]["name"]]
+        assert {d["metadata"]["namespace"] for d in spark} == {"chart-team-b"}, (
+            "Spark RBAC: the jobs namespace"
+        )
+        kc = next(d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "KafkaCluster")
+        assert kc["spec"]["analysisCredentials"] == {"secretRef": {"name": "ebb-analysis"}}
         crds = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "CustomResourceDefinition"]
         assert all("helm.sh/resource-policy" not in d["metadata"].get("annotations", {}) for d in crds)
     else:
@@ -90,6 +103,7 @@ def test_rendered_chart_is_accepted_by_the_api_server(
         assert "StatefulSet" in kinds(rendered)
         assert "ServiceMonitor" not in kinds(rendered) and "PrometheusRule" not in kinds(rendered)
         assert "ConfigMap" in kinds(rendered)  # the Grafana dashboard
+        assert "ValidatingWebhookConfiguration" in kinds(rendered) and "Certificate" not in kinds(rendered)
 
 
 @pytest.mark.parametrize(
@@ -100,6 +114,9 @@ def test_rendered_chart_is_accepted_by_the_api_server(
         ("broker.storage.size=lots", "/broker/storage/size"),
         ("broker.service.type=Ingress", "/broker/service/type"),
         ("broker.terminationGracePeriodSeconds=5", "/broker/terminationGracePeriodSeconds"),
+        ("spark.jobNamespace=Team_A", "/spark/jobNamespace"),
+        # Runs left tenant namespaces: an old values file that still lists them fails loudly.
+        ("spark.namespaces={team-a}", "spark.namespaces was removed: SparkApplication runs live in one jobs"),
     ],
 )
 def test_schema_rejects_bad_values_with_a_clear_message(
@@ -110,17 +127,16 @@ def test_schema_rejects_bad_values_with_a_clear_message(
     assert message in result.stderr, result.stderr
 
 
-def _wait(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while (result := check()) is None or result is False:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
-    return result
+@pytest.fixture
+def webhook_removed_after(control_plane: ControlPlane) -> Iterator[None]:
+    """The chart's ValidatingWebhookConfiguration (failurePolicy Fail) goes after the test: no pod serves
+    its Service here, and left behind it would refuse every tenant object of the session."""
+    yield
+    control_plane.kubectl("delete", "validatingwebhookconfiguration", "ebb.dev", "--ignore-not-found")
 
 
 def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
-    control_plane: ControlPlane, tmp_path: Path
+    control_plane: ControlPlane, tmp_path: Path, webhook_removed_after: None
 ) -> None:
     namespace = "chart-install"
     with EbbBroker(tmp_path / "broker", log_dir=tmp_path, configs={"num.partitions": "3"}) as broker:
@@ -155,6 +171,9 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
             # Secrets are read in the operator's own namespace only (the KafkaClusters' credentials).
             ("get", "secrets", "yes"),
             ("get", "secrets -n default", "no"),
+            # The leader election's Lease, in its own namespace only.
+            ("update", "leases.coordination.k8s.io", "yes"),
+            ("update", "leases.coordination.k8s.io -n default", "no"),
             ("create", "kafkaclusters.ebb.dev", "no"),
         ]:
             resource, *where = resource.split(" -n ")
@@ -206,7 +225,7 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
                 obj = control_plane.kubectl_json("get", "deleterecords", "orders-consumed", "-n", namespace)
                 return obj if obj.get("status", {}).get("phase") in {"Succeeded", "Failed"} else None
 
-            status = _wait("the DeleteRecords example", dr_done)["status"]
+            status = wait_until("the DeleteRecords example", dr_done, 90, interval=0.5)["status"]
             assert status["phase"] == "Succeeded", (status, operator.log_tail())
             assert sorted((p["partition"], p["lowWatermark"]) for p in status["partitions"]) == [
                 (0, 30),
@@ -219,13 +238,24 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
                 conds = obj.get("status", {}).get("conditions", [])
                 return obj if any(c["type"] == "Ready" and c["status"] == "True" for c in conds) else None
 
-            cc = _wait("the CompactionConfig example", cc_ready)["status"]
+            cc = wait_until("the CompactionConfig example", cc_ready, 90, interval=0.5)["status"]
             assert [(t["topic"], t["state"]) for t in cc["topics"]] == [("customer-profiles", "Applied")]
             resource = ConfigResource(ConfigResource.Type.TOPIC, "customer-profiles")
             entries = admin.describe_configs([resource])[resource].result(30)
             assert entries["cleanup.policy"].value == "compact"
             assert entries["min.compaction.lag.ms"].value == str(10 * 60 * 1000)
             assert entries["max.compaction.lag.ms"].value == str(24 * 3600 * 1000)
+
+            # The chart's webhook (served by the local operator): a namespace without a grant is refused
+            # at kubectl apply, and nothing is stored.
+            control_plane.kubectl("create", "namespace", "chart-ungranted")
+            refused = control_plane.kubectl(
+                "apply", "-n", "chart-ungranted", "-f", str(EXAMPLES / "delete-records.yaml"), check=False
+            )
+            assert refused.returncode != 0
+            assert "namespace chart-ungranted has no grant on KafkaCluster ebb" in refused.stderr
+            listed = control_plane.kubectl_json("get", "deleterecords", "-n", "chart-ungranted")
+            assert listed["items"] == []
 
 
 def _can_i(cp: ControlPlane, verb: str, resource: str, namespace: str, user: str) -> str:
@@ -238,7 +268,7 @@ def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPla
     """Cluster-wide: the operator's ClusterRole has exactly ebb_operator.rbac.RULES. Namespaced: per
     namespace a Role with the namespaced rules, and a ClusterRole with the cluster-scoped ones. Either way a
     Role in the release namespace reads the KafkaClusters' Secrets, and nothing reads Secrets elsewhere
-    unless inline clusters are allowed."""
+    unless inline clusters are allowed; another there holds the leader election's Lease."""
     from ebb_operator import rbac
 
     def render(*options: str) -> list[dict[str, Any]]:
@@ -250,15 +280,21 @@ def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPla
         return role
 
     docs = render()
-    assert operator_role(docs)["rules"] == rbac.RULES
+    # The webhook's own certificate (no cert-manager): its Secret in the release namespace, its CA into
+    # ValidatingWebhookConfiguration ebb.dev.
+    assert operator_role(docs)["rules"] == [*rbac.RULES, *rbac.WEBHOOK_CA_RULES]
     roles = {
         (d["metadata"]["namespace"], d["metadata"]["name"]): d["rules"] for d in docs if d["kind"] == "Role"
     }
     # The hook Jobs' own rules exist only while they run (Helm deletes them once they succeeded).
+    credentials = [*rbac.OWN_NAMESPACE_RULES, *rbac.WEBHOOK_CERTIFICATE_RULES]
     assert roles == {
-        ("ebb", "ebb-operator-credentials"): rbac.OWN_NAMESPACE_RULES,
+        ("ebb", "ebb-operator-credentials"): credentials,
+        ("ebb", "ebb-operator-leader-election"): rbac.LEADER_ELECTION_RULES,
         ("ebb", "ebb-install"): rbac.INSTALL_HOOK_NAMESPACE_RULES,
     }
+    with_cert_manager = render("--set", "operator.webhook.certManager.enabled=true")
+    assert operator_role(with_cert_manager)["rules"] == rbac.RULES
     hooks = {
         d["metadata"]["name"]: d
         for d in docs
@@ -281,7 +317,7 @@ def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPla
     )
     assert tenant["ebb-edit"]["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
     inline = operator_role(render("--set", "operator.allowInlineClusters=true"))["rules"]
-    assert inline == [*rbac.RULES, *rbac.INLINE_CLUSTER_RULES]
+    assert inline == [*rbac.RULES, *rbac.INLINE_CLUSTER_RULES, *rbac.WEBHOOK_CA_RULES]
 
     docs = render("--set", "operator.watchNamespaces={team-a,team-b}", "--set", "crds.enabled=false")
     cluster_role = operator_role(docs)
@@ -291,7 +327,7 @@ def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPla
         if d["kind"] == "Role" and d["metadata"]["name"] == "ebb-operator"
     }
     assert sorted(roles) == ["team-a", "team-b"]
-    assert cluster_role["rules"] == rbac.CLUSTER_SCOPED_RULES
+    assert cluster_role["rules"] == [*rbac.CLUSTER_SCOPED_RULES, *rbac.WEBHOOK_CA_RULES]
     assert roles["team-a"] == rbac.NAMESPACED_RULES
     assert "CustomResourceDefinition" not in kinds(yaml.safe_dump_all(docs))
     (deployment,) = [d for d in docs if d["kind"] == "Deployment"]

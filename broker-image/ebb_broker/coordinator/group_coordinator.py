@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from kafka import errors as E
@@ -226,13 +226,13 @@ class GroupCoordinator:
 
     # ---- KIP-68 input ----------------------------------------------------------------------
 
-    def committed_snapshot(self) -> CommittedOffsets:
-        """The minimum committed offset of every partition over every group, frozen for the retention
-        pass (which runs off the event loop); unknown until __consumer_offsets is loaded. Call it on the
-        event loop, which owns this state."""
+    def committed_snapshot(self, groups: Iterable[str]) -> CommittedOffsets:
+        """The committed offsets of `groups`, frozen for the retention pass (which runs off the event
+        loop); unknown until __consumer_offsets is loaded. Call it on the event loop, which owns this
+        state."""
         if not self.loaded:
             return CommittedOffsets(known=False)
-        return self.offsets.committed_snapshot()
+        return self.offsets.committed_snapshot(groups)
 
     # ---- JoinGroup -------------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 
 The coordinator validates who may commit; this module keeps what was committed, decides which commits
 have expired (KIP-211, `offsets.retention.minutes`) and builds the `__consumer_offsets` records for
-commits and their tombstones. It also gives the log engine its KIP-68 input: the minimum committed offset
-per partition over every group.
+commits and their tombstones. It also gives the log engine its KIP-68 input: the committed offsets of
+the groups consumed retention counts.
 """
 
 from __future__ import annotations
@@ -124,11 +124,8 @@ class OffsetManager:
         all_expired = len(expired) == len(committed)
         return self.remove(group.group_id, expired), all_expired
 
-    def committed_snapshot(self) -> CommittedOffsets:
-        """The minimum committed offset of every partition over every group (KIP-68 input)."""
-        minimums: dict[TopicPartition, int] = {}
-        for committed in self.by_group.values():
-            for tp, c in committed.items():
-                if tp not in minimums or c.offset < minimums[tp]:
-                    minimums[tp] = c.offset
-        return CommittedOffsets(minimums)
+    def committed_snapshot(self, groups: Iterable[str]) -> CommittedOffsets:
+        """The committed offsets of `groups` (the ones consumed retention counts; KIP-68 input)."""
+        return CommittedOffsets(
+            {g: {tp: c.offset for tp, c in self.by_group[g].items()} for g in groups if g in self.by_group}
+        )

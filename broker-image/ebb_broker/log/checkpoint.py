@@ -6,9 +6,16 @@ Format (server-common CheckpointFile / OffsetCheckpointFile)::
     2                 number of entries
     topicA 0 1234     topic partition offset, one per line
 
-An empty or missing file reads as an empty map; a wrong version, a malformed line or a count that does
+An empty or missing file reads as an empty map; a wrong version, malformed entries or a count that does
 not match raises CorruptCheckpointError. Writes go to ``<file>.tmp``, are fsynced, renamed over the file
 and the directory is fsynced, so a crash leaves either the old or the new checkpoint, never a torn one.
+
+A topic name is a whitespace-separated field, so the writer refuses a name that is empty or holds
+whitespace (raising ValueError, writing nothing): no checkpoint is ever written that cannot be read
+back. Topic names are checked where they enter (``topic_names``), so this never fires unless that check
+is broken. The reader takes the entries as a sequence of whitespace-separated fields (``topic partition
+offset``, three per entry), not line by line: a checkpoint written by an earlier version for a name
+ending in a newline (``"evil\n 0 1"``) still reads, as an entry of a topic that no longer loads.
 """
 
 from __future__ import annotations
@@ -45,6 +52,9 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def write_offsets(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
+    for topic, _partition in offsets:
+        if not topic or any(c.isspace() for c in topic):
+            raise ValueError(f"{path.name}: refusing to write topic {topic!r}: it could not be read back")
     lines = [str(VERSION), str(len(offsets))]
     lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
     atomic_write(path, ("\n".join(lines) + "\n").encode())
@@ -65,16 +75,16 @@ def read_offsets(path: Path) -> dict[TopicPartition, int]:
         raise CorruptCheckpointError(f"{path}: malformed header") from None
     if version != VERSION:
         raise CorruptCheckpointError(f"{path}: unknown checkpoint version {version}")
-    entries = lines[2:]
-    if len(entries) != count:
-        raise CorruptCheckpointError(f"{path}: header says {count} entries, found {len(entries)}")
+    fields = " ".join(lines[2:]).split()
+    if len(fields) != 3 * count:
+        raise CorruptCheckpointError(
+            f"{path}: header says {count} entries, found {len(fields)} fields (3 per entry)"
+        )
     out: dict[TopicPartition, int] = {}
-    for line in entries:
-        fields = line.split()
-        if len(fields) != 3:
-            raise CorruptCheckpointError(f"{path}: malformed line {line!r}")
+    for i in range(0, len(fields), 3):
+        topic, partition, offset = fields[i : i + 3]
         try:
-            out[(fields[0], int(fields[1]))] = int(fields[2])
+            out[(topic, int(partition))] = int(offset)
         except ValueError:
-            raise CorruptCheckpointError(f"{path}: malformed line {line!r}") from None
+            raise CorruptCheckpointError(f"{path}: malformed entry {topic} {partition} {offset}") from None
     return out

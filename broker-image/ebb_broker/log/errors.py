@@ -80,6 +80,10 @@ class TopicExistsError(LogError):
     """create_topic on a name that exists (TOPIC_ALREADY_EXISTS)."""
 
 
+class InvalidTopicError(LogError):
+    """A topic name that is not legal, or that collides with an existing one (INVALID_TOPIC_EXCEPTION)."""
+
+
 class InvalidConfigError(LogError, ValueError):
     """An unknown config key or a bad value (INVALID_CONFIG); the message names the key."""
 

@@ -14,6 +14,14 @@ take one lock; the I/O itself runs outside it.
 
 Only the first open creates a file (``O_CREAT``): a later reopen of a file that was renamed or removed
 meanwhile raises ``FileNotFoundError`` instead of silently creating an empty one.
+
+Fetch responses send from these same descriptors (``hold``/``release``): a response keeps its segment
+files pinned until it is written, so however many responses, and however often one names the same
+partition, a segment costs one descriptor, as Kafka's FileRecords share the segment's one FileChannel.
+Held files count against the capacity: past half of it ``hold`` answers None and the caller reads the
+bytes instead, so responses can never take the descriptors the log itself needs. ``close()`` of a held
+file (retention or the cleaner deleting its segment) waits for the last release: the descriptor stays
+valid, on the unlinked or renamed file, for the response being written.
 """
 
 from __future__ import annotations
@@ -66,6 +74,7 @@ class FileHandles:
         self._capacity = max(capacity, 1)
         self._lock = threading.Lock()
         self._open: OrderedDict[LazyFile, None] = OrderedDict()  # least recently used first
+        self._held: dict[LazyFile, int] = {}  # files responses hold, with how many holds each
 
     @property
     def capacity(self) -> int:
@@ -83,18 +92,47 @@ class FileHandles:
 
     def _pin(self, f: LazyFile) -> int:
         with self._lock:
-            if f.fd < 0:
-                self._evict(len(self._open) + 1 - self._capacity)
-                f.fd = self._open_fd(f)
-                self._open[f] = None
-            else:
-                self._open.move_to_end(f)
-            f.pins += 1
-            return f.fd
+            return self._pin_locked(f)
+
+    def _pin_locked(self, f: LazyFile) -> int:
+        if f.fd < 0:
+            self._evict(len(self._open) + 1 - self._capacity)
+            f.fd = self._open_fd(f)
+            self._open[f] = None
+        else:
+            self._open.move_to_end(f)
+        f.pins += 1
+        return f.fd
 
     def _unpin(self, f: LazyFile) -> None:
         with self._lock:
             f.pins -= 1
+            if f.pins == 0 and f.closing:
+                self._close_locked(f)
+
+    @property
+    def held_count(self) -> int:
+        """Distinct files held by responses being written."""
+        with self._lock:
+            return len(self._held)
+
+    def _hold(self, f: LazyFile) -> int | None:
+        """Pin ``f`` until ``_release``, unless that would make held files more than half the capacity."""
+        with self._lock:
+            if f not in self._held and len(self._held) >= self._capacity // 2:
+                return None
+            fd = self._pin_locked(f)
+            self._held[f] = self._held.get(f, 0) + 1
+            return fd
+
+    def _release(self, f: LazyFile) -> None:
+        with self._lock:
+            left = self._held[f] - 1
+            if left:
+                self._held[f] = left
+            else:
+                del self._held[f]
+        self._unpin(f)
 
     def _open_fd(self, f: LazyFile) -> int:
         flags = os.O_RDWR | (0 if f.created else os.O_CREAT)
@@ -120,10 +158,17 @@ class FileHandles:
 
     def _close(self, f: LazyFile) -> None:
         with self._lock:
-            if f.fd >= 0:
-                self._open.pop(f, None)
-                os.close(f.fd)
-                f.fd = -1
+            if f.pins:
+                f.closing = True  # closed by the last unpin: a response is still sending from it
+            else:
+                self._close_locked(f)
+
+    def _close_locked(self, f: LazyFile) -> None:
+        f.closing = False
+        if f.fd >= 0:
+            self._open.pop(f, None)
+            os.close(f.fd)
+            f.fd = -1
 
 
 _DEFAULT = FileHandles(segment_file_budget())
@@ -137,7 +182,7 @@ def default_handles() -> FileHandles:
 class LazyFile:
     """One segment or index file: ``with f as fd:`` opens it if needed and keeps it open for the block."""
 
-    __slots__ = ("created", "fd", "handles", "path", "pins")
+    __slots__ = ("closing", "created", "fd", "handles", "path", "pins")
 
     def __init__(self, path: Path, handles: FileHandles | None = None) -> None:
         self.path = path
@@ -145,6 +190,7 @@ class LazyFile:
         self.fd = -1
         self.pins = 0
         self.created = False
+        self.closing = False
 
     def __enter__(self) -> int:
         return self.handles._pin(self)
@@ -160,5 +206,14 @@ class LazyFile:
             self.path.replace(path)
         self.path = path
 
+    def hold(self) -> int | None:
+        """The descriptor, pinned until ``release()`` (a response being written); None when held files
+        already fill half the cache: read the bytes instead."""
+        return self.handles._hold(self)
+
+    def release(self) -> None:
+        self.handles._release(self)
+
     def close(self) -> None:
+        """Close the descriptor now, or when the last pin goes if the file is in use."""
         self.handles._close(self)

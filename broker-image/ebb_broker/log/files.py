@@ -36,8 +36,10 @@ CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 TOPICS_FILE = "ebb-topics.json"
 
-_SEGMENT_RE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)((?:\.cleaned|\.swap|\.deleted)?)$")
-_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+# Matched against the whole name (fullmatch: `$` would also match before a final newline).
+_SEGMENT_RE = re.compile(
+    r"([0-9]{20})(\.log|\.index|\.timeindex|\.txnindex)((?:\.cleaned|\.swap|\.deleted)?)"
+)
 
 
 def prefix(offset: int) -> str:
@@ -51,7 +53,7 @@ def segment_file(directory: Path, base_offset: int, suffix: str, temp: str = "")
 
 def parse_segment_file(path: Path) -> tuple[int, str, str] | None:
     """``(base offset, suffix, temp suffix)`` of a segment file name, or None for any other file."""
-    m = _SEGMENT_RE.match(path.name)
+    m = _SEGMENT_RE.fullmatch(path.name)
     if m is None:
         return None
     return int(m.group(1)), m.group(2), m.group(3)
@@ -64,7 +66,7 @@ def partition_dir(data_dir: Path, topic: str, partition: int) -> Path:
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
     """``(topic, partition)`` of a ``<topic>-<partition>`` directory name, or None."""
     topic, sep, part = name.rpartition("-")
-    if not sep or not topic or not part.isdigit():
+    if not sep or not topic or not (part.isascii() and part.isdigit()):  # "x-²" is no partition
         return None
     return topic, int(part)
 
@@ -78,11 +80,3 @@ def delete_dir_name(topic: str, partition: int, unique: str) -> str:
     fits in 255 bytes (a 249-character topic name would otherwise fail with ENAMETOOLONG)."""
     suffix = f"-{partition}.{unique}{DELETE_DIR_SUFFIX}"
     return f"{topic[: max(MAX_FILE_NAME - len(suffix), 0)]}{suffix}"
-
-
-def check_topic_name(name: str) -> None:
-    """Kafka's Topic.validate: 1-249 chars of [a-zA-Z0-9._-], not '.' or '..'."""
-    if name in (".", "..") or not _LEGAL_TOPIC.match(name):
-        raise ValueError(
-            f"illegal topic name {name!r}: use 1-249 characters of [a-zA-Z0-9._-], not '.' or '..'"
-        )

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from ebb_broker.log import files
 from ebb_broker.log.errors import OffsetOutOfRangeError, PolicyViolationError
+from ebb_broker.log.file_handles import LazyFile
 from ebb_broker.log.local_log import LocalLog, ScheduleDelete, delete_now
 from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.log_loader import load_log
@@ -88,6 +89,18 @@ class LogStartOffsetIncrementReason(enum.Enum):
 
 
 @dataclass(frozen=True)
+class LogStartMove:
+    """The log start offset of a partition moved from ``old`` to ``new``: the offsets in between left the
+    log (DeleteRecords or retention; the cleaner never moves it)."""
+
+    topic: str
+    partition: int
+    old: int
+    new: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class AppendInfo:
     base_offset: int
     last_offset: int
@@ -97,11 +110,13 @@ class AppendInfo:
 
 @dataclass(frozen=True)
 class FetchSlice:
-    """A byte range of a segment file the server may ``os.sendfile()``."""
+    """A byte range of a segment file the server may ``os.sendfile()``; ``file`` is the segment's own
+    descriptor (``LazyFile.hold()`` keeps it open while a response sends from it)."""
 
     path: Path
     position: int
     length: int
+    file: LazyFile
 
     def read_bytes(self) -> bytes:
         """The bytes; retention or the cleaner may have renamed the file to .deleted meanwhile."""
@@ -147,6 +162,9 @@ class Log:
         # Called (outside the lock) after DeleteRecords moved the log start offset; the LogManager writes
         # log-start-offset-checkpoint then, so a deletion it acknowledged survives a crash.
         self.on_log_start_offset_change: Callable[[Log], None] | None = None
+        # Called with every move of the log start offset, by whichever thread made it, under the log's lock
+        # (so before any reader can see the move): it must neither block nor call into the engine.
+        self.on_log_start_move: Callable[[LogStartMove], None] | None = None
 
     @classmethod
     def open(
@@ -242,9 +260,22 @@ class Log:
 
     # -- append -------------------------------------------------------------------------------------------
 
+    def validate(
+        self, records: bytes | memoryview, *, origin: AppendOrigin = AppendOrigin.CLIENT
+    ) -> ValidatedBatch:
+        """What ``append`` checks first, alone: no lock, no state, so a large batch can be validated on a
+        worker thread and appended afterwards (``append(validated)``)."""
+        return validate_records(
+            records,
+            self.config,
+            now_ms=self._local.clock(),
+            topic_partition=f"{self.topic}-{self.partition}",
+            origin=origin,
+        )
+
     def append(
         self,
-        records: bytes | memoryview,
+        records: bytes | memoryview | ValidatedBatch,
         *,
         now_ms: int | None = None,
         origin: AppendOrigin = AppendOrigin.CLIENT,
@@ -257,16 +288,21 @@ class Log:
         ``validator.validate_records`` checks the batch record by record (raising CorruptRecordError,
         InvalidRecordError, RecordValidationError or RecordTooLargeError);
         the idempotent-producer and transaction checks follow. Nothing is written unless everything passes.
+        A batch ``validate`` already checked is not checked again.
         """
         return self._append(records, now_ms, origin)[0]
 
     def _append(
-        self, records: bytes | memoryview, now_ms: int | None, origin: AppendOrigin
+        self, records: bytes | memoryview | ValidatedBatch, now_ms: int | None, origin: AppendOrigin
     ) -> tuple[AppendInfo, CompletedTxn | None]:
         config = self.config
         now = now_ms if now_ms is not None else self._local.clock()
-        batch = validate_records(
-            records, config, now_ms=now, topic_partition=f"{self.topic}-{self.partition}", origin=origin
+        batch = (
+            records
+            if isinstance(records, ValidatedBatch)
+            else validate_records(
+                records, config, now_ms=now, topic_partition=f"{self.topic}-{self.partition}", origin=origin
+            )
         )
         header = batch.header
         append_time = config.message_timestamp_type == "LogAppendTime"
@@ -487,7 +523,7 @@ class Log:
                         break  # the limit lies in this segment: nothing below it is left
                     continue  # a compaction gap at the end of this segment: go on to the next one
                 pos, length = got
-                slices.append(FetchSlice(seg.log_path, pos, length))
+                slices.append(FetchSlice(seg.log_path, pos, length, seg.file))
                 remaining -= length
                 end = seg.size if max_position is None else max_position
                 if remaining <= 0 or pos + length < end or (max_position is not None):
@@ -564,8 +600,14 @@ class Log:
                 new,
                 reason.value,
             )
-            self._log_start_offset = new
+            self._moved(new, reason.value)
             return True
+
+    def _moved(self, new: int, reason: str) -> None:
+        """Set the log start offset (the caller holds the lock) and tell ``on_log_start_move``."""
+        old, self._log_start_offset = self._log_start_offset, new
+        if self.on_log_start_move is not None:
+            self.on_log_start_move(LogStartMove(self.topic, self.partition, old, new, reason))
 
     # -- retention ------------------------------------------------------------------------------------------
 
@@ -586,14 +628,15 @@ class Log:
             if not config.delete:
                 return result
             if config.retention_commitoffset_ms >= 0:
-                min_committed = committed.minimum(self.topic, self.partition) if committed else None
                 if committed is None or not committed.known:
                     result.consumed_skipped = True
-                elif min_committed is not None:
+                elif (
+                    consumed := committed.consumed_up_to(
+                        self.topic, self.partition, config.consumed_retention_groups, self.log_end_offset
+                    )
+                ) is not None:
                     self._delete(
-                        consumed_breach(
-                            now, config.retention_commitoffset_ms, min_committed, self.log_end_offset
-                        ),
+                        consumed_breach(now, config.retention_commitoffset_ms, consumed, self.log_end_offset),
                         RetentionReason.CONSUMED,
                         result,
                     )
@@ -624,7 +667,7 @@ class Log:
         result.add(reason, doomed)
         # Kafka moves the log start offset before unmapping anything, so no reader sees a hole.
         if survivor.base_offset > self._log_start_offset:
-            self._log_start_offset = survivor.base_offset
+            self._moved(survivor.base_offset, reason.value)
         log.info(
             "retention (%s) deletes %d segment(s) of %s-%s below offset %d",
             reason.value,

@@ -3,7 +3,8 @@
 The engine's only configuration type. Values arrive as strings (CreateTopics, IncrementalAlterConfigs,
 the broker's `--config` defaults) and are parsed here once; every unknown key or bad value raises
 ``InvalidConfigError`` naming the key, and nothing is applied. Ebb adds KIP-68's consumed retention
-(``retention.commitoffset.ms``) and KIP-87's ``tombstone.null.value.enable``. The broker-wide settings
+(``retention.commitoffset.ms`` and the groups it counts, ``retention.commitoffset.groups``) and KIP-87's
+``tombstone.null.value.enable``. The broker-wide settings
 (``ebb_broker.config``) build the defaults a topic without overrides gets.
 """
 
@@ -115,6 +116,10 @@ class LogConfig(KafkaStyleConfig):
     compression_zstd_level: KafkaInt = Field(3, alias="compression.zstd.level", ge=-131072, le=22)
     # KIP-68: consumed retention; -1 disables it. Never longer than forced retention.
     retention_commitoffset_ms: KafkaLong = Field(-1, alias="retention.commitoffset.ms", ge=-1)
+    # Ebb: the consumer groups (comma-separated) whose commits consumed retention counts; none named,
+    # nothing is consumed. Any principal with READ on some group may commit for it, so counting every
+    # group would let a reader delete what others have not read.
+    retention_commitoffset_groups: str = Field("", alias="retention.commitoffset.groups")
     # KIP-87: whether a null value is a tombstone (the explicit marker always is).
     tombstone_null_value_enable: bool = Field(True, alias="tombstone.null.value.enable")
 
@@ -135,6 +140,11 @@ class LogConfig(KafkaStyleConfig):
         if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
             raise ValueError("min.compaction.lag.ms may not exceed max.compaction.lag.ms")
         return self
+
+    @property
+    def consumed_retention_groups(self) -> frozenset[str]:
+        """The groups of ``retention.commitoffset.groups``."""
+        return frozenset(g.strip() for g in self.retention_commitoffset_groups.split(",") if g.strip())
 
     @property
     def compact(self) -> bool:

@@ -10,7 +10,15 @@ Ebb has no controller quorum, so the LogManager also keeps the topic list in the
 ``config`` holds only the topic's overrides, as given (strings); the effective config is the broker
 defaults overlaid with them. The file is written before partition directories are created and after they
 are removed, so a crash in between leaves at worst an empty partition to recreate or a stray directory
-(ignored at startup, removed before a topic of that name is created again).
+(ignored at startup, removed before a topic of that name is created again). A name in the file that is
+not a legal topic name (``topic_names``; an earlier version let ``"evil\n"`` in) is reported and skipped
+at startup, its directories left alone: it never stops the broker.
+
+Topics are created in batches (``create_topics``: one CreateTopics or Metadata request): every topic is
+checked, then the partition budget for the whole batch, before anything is written; ``ebb-topics.json``
+is written once per batch, then the partitions are opened without the manager's lock, so the event loop
+is never held while thousands of directories are made. Batches run one at a time (the creation lock); a
+topic appears in ``topics()`` once all its partitions are open.
 
 Checkpoints (Kafka's names and text format): ``recovery-point-offset-checkpoint`` and
 ``replication-offset-checkpoint`` (the high watermark) on ``checkpoint()`` and ``close()``;
@@ -28,13 +36,15 @@ entries of a topic deleted meanwhile (a topic re-created with that name would in
 and log start offset).
 
 Lock order, the one every path follows (a path may skip a lock, never take an earlier one while holding
-a later one; the event loop and worker threads (checkpoint, retention, cleaner, flush, DeleteRecords)
-share them, and the reverse order once deadlocked close() against the periodic checkpoint)::
+a later one; the event loop and worker threads (checkpoint, retention, cleaner, flush, DeleteRecords,
+topic creation) share them, and the reverse order once deadlocked close() against the periodic
+checkpoint)::
 
-    _maintenance  ->  _checkpoint_lock  ->  _lock (the logs and topics)  ->  each Log's lock
+    _creation  ->  _maintenance  ->  _checkpoint_lock  ->  _lock (the logs and topics)  ->  each Log's lock
 
-``close()`` and ``delete_topic()`` take the first three in that order; a checkpoint takes the last
-three; a log calls back (``on_log_start_offset_change``) only after releasing its own lock.
+``close()`` and ``delete_topic()`` take ``_maintenance``, ``_checkpoint_lock`` and ``_lock`` in that order; a
+checkpoint takes the last three; topic creation holds ``_creation`` throughout and ``_lock`` only to write
+and publish; a log calls back (``on_log_start_offset_change``) only after releasing its own lock.
 """
 
 from __future__ import annotations
@@ -44,24 +54,26 @@ import logging
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ebb_broker.log import files
+from ebb_broker.log import files, topic_names
 from ebb_broker.log.checkpoint import atomic_write, fsync_dir, read_offsets, write_offsets
 from ebb_broker.log.cleaner_manager import CleanerManager, CleanerReport
 from ebb_broker.log.errors import (
     CorruptCheckpointError,
     InvalidConfigError,
     InvalidPartitionsError,
+    InvalidTopicError,
+    LogError,
     PartitionLimitError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
 from ebb_broker.log.file_handles import FILES_PER_PARTITION, descriptor_limit, segment_file_budget
-from ebb_broker.log.log import Log, wall_clock_ms
+from ebb_broker.log.log import Log, LogStartMove, wall_clock_ms
 from ebb_broker.log.log_config import LONG_MAX, LogConfig, LogManagerConfig
 from ebb_broker.log.retention import CommittedOffsets, RetentionResult
 
@@ -76,6 +88,30 @@ class TopicMetadata:
     partitions: int
     overrides: dict[str, str]
     topic_id: uuid.UUID
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    """One topic of a ``create_topics`` batch."""
+
+    name: str
+    partitions: int
+    overrides: Mapping[str, str] = field(default_factory=dict)
+
+
+class _BatchConfigs:
+    """Each distinct set of overrides of a batch parsed once: auto-created topics all share the empty one,
+    and 5,000 pydantic parses of it held the GIL for 1.5 s."""
+
+    def __init__(self, config: LogManagerConfig) -> None:
+        self._config = config
+        self._parsed: dict[frozenset[tuple[str, str]], LogConfig] = {}
+
+    def get(self, overrides: Mapping[str, str]) -> LogConfig:
+        key = frozenset(overrides.items())
+        if key not in self._parsed:
+            self._parsed[key] = self._config.topic_config(overrides)
+        return self._parsed[key]
 
 
 @dataclass
@@ -143,9 +179,14 @@ class LogManager:
         self._lock = threading.RLock()
         self._maintenance = threading.Lock()
         self._checkpoint_lock = threading.Lock()
+        self._creation = threading.Lock()
+        # The batch being created: written to ebb-topics.json, not yet in `_topics` (see create_topics).
+        self._creating: dict[str, TopicMetadata] = {}
         # Per thread: inside `one_log_start_checkpoint`, whether a log start offset moved (None: outside).
         self._deferred = threading.local()
         self._closed = False
+        # Told of every move of any log's start offset (``Log.on_log_start_move``, same rules).
+        self.on_log_start_move: Callable[[LogStartMove], None] | None = None
         self.cleaner = CleanerManager(
             data_dir, self.logs, clock, dedupe_buffer_size=config.cleaner_dedupe_buffer_size
         )
@@ -226,7 +267,12 @@ class LogManager:
             schedule_delete=self.reaper.schedule,
         )
         lg.on_log_start_offset_change = lambda _log: self._log_start_offset_moved()
+        lg.on_log_start_move = self._log_start_move
         return lg
+
+    def _log_start_move(self, move: LogStartMove) -> None:
+        if self.on_log_start_move is not None:
+            self.on_log_start_move(move)
 
     def _log_start_offset_moved(self) -> None:
         if getattr(self._deferred, "moved", None) is None:
@@ -275,10 +321,14 @@ class LogManager:
         doc = json.loads(path.read_text())
         if doc.get("version") != TOPICS_FILE_VERSION:
             raise InvalidConfigError(f"{path}: unknown version {doc.get('version')!r}")
-        return {
-            name: TopicMetadata(name, int(t["partitions"]), dict(t["config"]), uuid.UUID(t["id"]))
-            for name, t in doc["topics"].items()
-        }
+        out = {}
+        for name, t in doc["topics"].items():
+            reason = topic_names.invalid_reason(name)
+            if reason is not None:
+                log.error("%s: skipping topic %r (its directories stay as they are): %s", path, name, reason)
+                continue
+            out[name] = TopicMetadata(name, int(t["partitions"]), dict(t["config"]), uuid.UUID(t["id"]))
+        return out
 
     def _drop_invalid_overrides(self) -> None:
         """A stored override this version refuses (e.g. a LONG out of range that an older version took)
@@ -304,11 +354,13 @@ class LogManager:
             self._write_topics(self._topics)
 
     def _write_topics(self, topics: Mapping[str, TopicMetadata]) -> None:
+        """Write ``topics`` and the batch being created (so a config change written meanwhile keeps it)."""
+        everything = {**self._creating, **topics}
         doc = {
             "version": TOPICS_FILE_VERSION,
             "topics": {
                 t.name: {"id": str(t.topic_id), "partitions": t.partitions, "config": t.overrides}
-                for t in sorted(topics.values(), key=lambda t: t.name)
+                for t in sorted(everything.values(), key=lambda t: t.name)
             },
         }
         atomic_write(self.data_dir / files.TOPICS_FILE, (json.dumps(doc, indent=1) + "\n").encode())
@@ -320,43 +372,96 @@ class LogManager:
     def create_topic(
         self, name: str, partitions: int, overrides: Mapping[str, str] | None = None
     ) -> TopicMetadata:
-        """Create ``name`` with ``partitions`` empty logs; raises TopicExistsError, InvalidConfigError."""
-        overrides = {k: str(v) for k, v in (overrides or {}).items()}
-        try:
-            files.check_topic_name(name)
-        except ValueError as exc:
-            raise InvalidConfigError(str(exc)) from None
-        if partitions < 1:
-            raise InvalidPartitionsError(f"topic {name} needs at least one partition, got {partitions}")
-        tconf = self.config.topic_config(overrides)
-        with self._lock:
-            if name in self._topics:
-                raise TopicExistsError(f"topic {name!r} already exists")
-            self.check_new_partitions(partitions)
-            meta = TopicMetadata(name, partitions, overrides, uuid.uuid4())
-            self._remove_stray_dirs(name, range(partitions))
-            self._write_topics({**self._topics, name: meta})
-            self._topics[name] = meta
+        """Create ``name`` with ``partitions`` empty logs; raises what ``create_topics`` reports for it."""
+        result = self.create_topics([NewTopic(name, partitions, dict(overrides or {}))])[name]
+        if isinstance(result, LogError):
+            raise result
+        return result
+
+    def create_topics(
+        self, batch: Sequence[NewTopic], *, validate_only: bool = False
+    ) -> dict[str, TopicMetadata | LogError]:
+        """Create a batch of topics (one request's); per name its metadata or why it was refused.
+
+        Each topic is checked on its own (InvalidTopicError for an illegal name or a collision with an
+        existing topic or an earlier one of the batch, TopicExistsError, InvalidPartitionsError,
+        InvalidConfigError); then the partitions of all the others are checked against the budget at
+        once (PartitionLimitError for each of them, nothing created). With ``validate_only`` nothing is
+        written. Otherwise ``ebb-topics.json`` is written once, the partitions are opened outside the
+        manager's lock, and the topics appear together; an OSError half-way (disk full, descriptors)
+        takes the whole batch back out and is raised."""
+        configs = _BatchConfigs(self.config)
+        with self._creation:
+            results, new = self._check_new_topics(batch, configs)
+            if validate_only or not new:
+                return {**results, **new}
+            with self._lock:
+                self._write_topics({**self._topics, **new})
+                self._creating = new
+            opened: dict[tuple[str, int], Log] = {}
             try:
-                for p in range(partitions):
-                    self._logs[(name, p)] = self._open_log(name, p, tconf, 0, 0, True)
+                for meta in new.values():
+                    self._remove_stray_dirs(meta.name, range(meta.partitions))
+                    tconf = configs.get(meta.overrides)
+                    for p in range(meta.partitions):
+                        opened[(meta.name, p)] = self._open_log(meta.name, p, tconf, 0, 0, True)
             except OSError:
-                # Out of disk or descriptors half-way: take the topic back out, so the name stays usable
-                # and a restart does not trip over it.
-                log.exception("creating %s failed; removing it again", name)
-                self._topics.pop(name)
-                self._write_topics(self._topics)
-                for p in range(partitions):
-                    lg = self._logs.pop((name, p), None)
-                    if lg is not None:
-                        lg.abandon()
-                self._remove_stray_dirs(name, range(partitions))
+                # Out of disk or descriptors half-way: take the batch back out, so the names stay usable
+                # and a restart does not trip over them.
+                log.exception("creating %s failed; removing them again", ", ".join(new))
+                with self._lock:
+                    self._creating = {}
+                    self._write_topics(self._topics)
+                for lg in opened.values():
+                    lg.abandon()
+                for meta in new.values():
+                    self._remove_stray_dirs(meta.name, range(meta.partitions))
                 raise
+            with self._lock:
+                self._logs.update(opened)
+                self._topics.update(new)
+                self._creating = {}
             fsync_dir(self.data_dir)
-            return meta
+            return {**results, **new}
+
+    def _check_new_topics(
+        self, batch: Sequence[NewTopic], configs: _BatchConfigs
+    ) -> tuple[dict[str, LogError], dict[str, TopicMetadata]]:
+        """The refusals and the topics to create, in batch order; the caller holds the creation lock."""
+        refused: dict[str, LogError] = {}
+        new: dict[str, TopicMetadata] = {}
+        existing = self.topics()
+        taken = {topic_names.collision_key(n): n for n in existing}
+        for t in batch:
+            reason = topic_names.invalid_reason(t.name)
+            if reason is not None:
+                refused[t.name] = InvalidTopicError(reason)
+            elif t.name in existing or t.name in new:
+                refused[t.name] = TopicExistsError(f"Topic '{t.name}' already exists.")
+            elif (other := taken.get(topic_names.collision_key(t.name))) is not None:
+                refused[t.name] = InvalidTopicError(f"Topic '{t.name}' collides with existing topic: {other}")
+            elif t.partitions < 1:
+                refused[t.name] = InvalidPartitionsError(
+                    f"topic {t.name} needs at least one partition, got {t.partitions}"
+                )
+            else:
+                overrides = {k: str(v) for k, v in t.overrides.items()}
+                try:
+                    configs.get(overrides)
+                except InvalidConfigError as exc:
+                    refused[t.name] = exc
+                    continue
+                new[t.name] = TopicMetadata(t.name, t.partitions, overrides, uuid.uuid4())
+                taken[topic_names.collision_key(t.name)] = t.name
+        try:
+            self.check_new_partitions(sum(m.partitions for m in new.values()))
+        except PartitionLimitError as exc:
+            refused.update(dict.fromkeys(new, exc))
+            new = {}
+        return refused, new
 
     def create_partitions(self, name: str, total: int) -> None:
-        with self._lock:
+        with self._creation, self._lock:
             meta = self._meta(name)
             if total <= meta.partitions:
                 raise InvalidPartitionsError(
@@ -474,13 +579,24 @@ class LogManager:
         with self._lock:
             return list(self._logs.values())
 
+    def consumed_retention_groups(self) -> set[str]:
+        """Every group some topic's consumed retention counts (``retention.commitoffset.groups`` of a
+        topic with ``retention.commitoffset.ms`` set): the groups the committed-offsets snapshot needs."""
+        return {
+            g
+            for lg in self.logs()
+            if lg.partition == 0 and lg.config.delete and lg.config.retention_commitoffset_ms >= 0
+            for g in lg.config.consumed_retention_groups
+        }
+
     # -- maintenance ----------------------------------------------------------------------------------------
 
     def run_retention(self, committed: CommittedOffsets | None = None) -> RetentionReport:
         """One retention pass over every log (start-offset breach, KIP-68, size, time), then remove the
         files whose file.delete.delay.ms has passed. The broker calls this every
-        log.retention.check.interval.ms, off the event loop, with a snapshot of the committed offsets
-        taken on the loop (None: not known yet, so consumed retention is skipped)."""
+        log.retention.check.interval.ms, off the event loop, with a snapshot of the committed offsets of
+        ``consumed_retention_groups()`` taken on the loop (None: not known yet, so consumed retention is
+        skipped)."""
         report = RetentionReport()
         with self._maintenance:
             now = self.clock()

@@ -8,9 +8,10 @@ Predicates, in the order a pass applies them (policy ``delete``; a compact-only 
 
 * log start offset breach: the next segment starts at or below the log start offset (DeleteRecords, KIP-107),
   or (Ebb) the log start offset reached the log end, so even the active segment is unreachable;
-* consumed retention (KIP-68): older than ``retention.commitoffset.ms`` and wholly below the minimum
-  committed offset over every group that committed on the partition; skipped when the provider cannot
-  say (returns None) or no group committed;
+* consumed retention (KIP-68): older than ``retention.commitoffset.ms`` and wholly below the committed
+  offset of every group the topic's ``retention.commitoffset.groups`` names; skipped when the
+  committed offsets are not known yet, no group is named, a named group has no commit on the partition,
+  or a named group's commit lies past the log end (it proves no reading: any offset may be committed);
 * size: delete the oldest while the log stays at or above ``retention.bytes`` without them;
 * time: ``now - largest timestamp > retention.ms``.
 """
@@ -18,7 +19,7 @@ Predicates, in the order a pass applies them (policy ``delete``; a compact-only 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -29,25 +30,40 @@ Predicate = Callable[[Segment, Segment | None], bool]
 
 @dataclass(frozen=True)
 class CommittedOffsets:
-    """KIP-68's input: an immutable snapshot of the minimum committed offset of every partition, over
-    every group that committed on it.
+    """KIP-68's input: an immutable snapshot of the committed offsets of the groups consumed retention
+    counts (those some topic's ``retention.commitoffset.groups`` names), per group and partition.
 
     The rule (docs/log-engine.md, "Who owns what"): the event loop owns the group coordinator's state;
     it takes this snapshot there and hands it to the retention pass, which runs in a worker thread and
-    so never reads state the loop is changing. A partition no group committed on is absent (nothing is
-    consumed there); ``known=False`` (the coordinator has not loaded ``__consumer_offsets`` yet) makes
-    every partition skip consumed retention, fail closed.
+    so never reads state the loop is changing. ``known=False`` (the coordinator has not loaded
+    ``__consumer_offsets`` yet) makes every partition skip consumed retention, fail closed.
     """
 
-    minimums: Mapping[tuple[str, int], int] = field(default_factory=lambda: MappingProxyType({}))
+    by_group: Mapping[str, Mapping[tuple[str, int], int]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
     known: bool = True
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "minimums", MappingProxyType(dict(self.minimums)))
+        frozen = {g: MappingProxyType(dict(offsets)) for g, offsets in self.by_group.items()}
+        object.__setattr__(self, "by_group", MappingProxyType(frozen))
 
-    def minimum(self, topic: str, partition: int) -> int | None:
-        """The partition's minimum committed offset; None when unknown or nobody committed (skip)."""
-        return self.minimums.get((topic, partition)) if self.known else None
+    def consumed_up_to(
+        self, topic: str, partition: int, groups: Iterable[str], log_end_offset: int
+    ) -> int | None:
+        """The offset below which every one of ``groups`` has read the partition, or None when that is
+        not known to be anything: the snapshot is unknown, no group is named, a group has no commit
+        there, or a commit lies past ``log_end_offset`` (a stale commit of a deleted topic, or one made
+        up by a client: the commit path accepts any offset, as Kafka's does)."""
+        if not self.known:
+            return None
+        offsets = [self.by_group.get(g, {}).get((topic, partition)) for g in groups]
+        if not offsets or None in offsets:
+            return None
+        present = [o for o in offsets if o is not None]
+        if max(present) > log_end_offset:
+            return None
+        return min(present)
 
 
 class RetentionReason(enum.Enum):
@@ -121,11 +137,12 @@ def size_breach(total_size: int, retention_bytes: int) -> Predicate:
     return pred
 
 
-def consumed_breach(now_ms: int, commitoffset_ms: int, min_committed: int, log_end_offset: int) -> Predicate:
-    """KIP-68: old enough AND every record of the segment is below every group's committed offset."""
+def consumed_breach(now_ms: int, commitoffset_ms: int, consumed: int, log_end_offset: int) -> Predicate:
+    """KIP-68: old enough AND every record of the segment is below ``consumed`` (every counted group's
+    committed offset)."""
 
     def pred(seg: Segment, nxt: Segment | None) -> bool:
         upper = nxt.base_offset if nxt is not None else log_end_offset
-        return now_ms - seg.largest_timestamp > commitoffset_ms and upper <= min_committed
+        return now_ms - seg.largest_timestamp > commitoffset_ms and upper <= consumed
 
     return pred

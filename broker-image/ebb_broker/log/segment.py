@@ -443,6 +443,11 @@ class Segment:
     def log_path(self) -> Path:
         return self._file.path
 
+    @property
+    def file(self) -> LazyFile:
+        """The .log file's descriptor in the process's cache (fetch responses hold it while sending)."""
+        return self._file
+
     def __repr__(self) -> str:
         return f"Segment({self.base_offset}, size={self.size}, next={self.next_offset}{self.temp})"
 

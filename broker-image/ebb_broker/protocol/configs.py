@@ -4,7 +4,8 @@ Sources follow Kafka's ConfigSource: DYNAMIC_TOPIC_CONFIG (1) for a topic overri
 DYNAMIC_BROKER_CONFIG (2) / DYNAMIC_DEFAULT_BROKER_CONFIG (3) for a dynamic broker config of this
 broker / of the cluster default, STATIC_BROKER_CONFIG (4) for a value the broker was started with
 (`--config`), DEFAULT_CONFIG (5) for the built-in default. Every key of the engine's LogConfig is
-listed, including Ebb's `retention.commitoffset.ms` (KIP-68) and `tombstone.null.value.enable` (KIP-87).
+listed, including Ebb's `retention.commitoffset.ms` and `retention.commitoffset.groups` (KIP-68) and
+`tombstone.null.value.enable` (KIP-87).
 GROUP resources (KIP-848's group configs) list the classic-group view Kafka 4.3 gives: the
 `consumer.*` session and heartbeat defaults, read-only here.
 """
@@ -53,7 +54,12 @@ class ConfigType(enum.IntEnum):
     LIST = 7
 
 
-LIST_KEYS = {"cleanup.policy", "log.cleanup.policy"}
+LIST_KEYS = {
+    "cleanup.policy",
+    "log.cleanup.policy",
+    "retention.commitoffset.groups",
+    "log.retention.commitoffset.groups",
+}
 
 
 def render(value: Any) -> str | None:

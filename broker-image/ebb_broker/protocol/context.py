@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ebb_broker.protocol.purgatory import FetchPurgatory
 
 if TYPE_CHECKING:
     from ebb_broker.config import BrokerConfig
@@ -17,6 +20,7 @@ if TYPE_CHECKING:
     from ebb_broker.log import LogManager
     from ebb_broker.metrics import BrokerMetrics
     from ebb_broker.protocol.registry import ApiSpec
+    from ebb_broker.quota.manager import ClientQuotas
     from ebb_broker.security.authorizer import Authorizer
     from ebb_broker.security.credentials import CredentialStore
     from ebb_broker.security.sasl import MechanismServer
@@ -37,23 +41,29 @@ class BrokerIdentity:
         return self.endpoints.get(listener, (self.host, self.port))
 
 
-class AppendSignal:
-    """Wakes long-polling fetches when a produce appends (Kafka's delayed-fetch purgatory, simplified)."""
+@dataclass
+class Activity:
+    """When a connection last moved bytes, for `connections.max.idle.ms`.
 
-    def __init__(self) -> None:
-        self._waiter: asyncio.Future[None] | None = None
+    Kafka's Selector counts a channel idle when no bytes moved on it for that long, whatever it waits
+    for: a request parked in a purgatory, or a response its client does not read, is idleness. A handler
+    at work is not (``working``): the server sets it while a request is being handled, and a handler
+    that parks the request clears it for the wait (``waiting``).
+    """
 
-    def notify(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-        self._waiter = None
+    last: float = 0.0
+    working: bool = False
 
-    async def wait(self, seconds: float) -> None:
-        """Return at the next append or after `seconds`, whichever comes first."""
-        if self._waiter is None:
-            self._waiter = asyncio.get_running_loop().create_future()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._waiter), seconds)
+    def touch(self) -> None:
+        self.last = asyncio.get_running_loop().time()
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        working, self.working = self.working, False
+        try:
+            yield
+        finally:
+            self.working = working
 
 
 @dataclass
@@ -72,9 +82,10 @@ class Broker:
     producer_ids: ProducerIdManager
     data_dir: Path
     credentials: CredentialStore
+    quotas: ClientQuotas
     # None unless authorizer.class.name is set: then every API checks ACLs (protocol/authz.py).
     authorizer: Authorizer | None = None
-    appended: AppendSignal = field(default_factory=AppendSignal)
+    fetches: FetchPurgatory = field(default_factory=FetchPurgatory)
     # AlterConfigs on BROKER resources change `config` through it (None: brokers assembled without one).
     dynamic_config: DynamicBrokerConfig | None = None
     transactions: TransactionCoordinator | None = None
@@ -115,6 +126,12 @@ class RequestContext:
     client_id: str | None
     client_host: str
     session: Session = field(default_factory=lambda: Session("PLAINTEXT", "PLAINTEXT", "?"))
+    activity: Activity = field(default_factory=Activity)
+    # The request's size on the wire (header and body, as Kafka's request.sizeInBytes), for byte quotas.
+    request_size: int = 0
+    # Set by a handler that throttles the client (KIP-219): the server answers at once, then reads
+    # nothing more from the connection for this long.
+    throttle_ms: int = 0
 
     def response(self, **fields: Any) -> Any:
         """A response body of this request's API at this request's version."""

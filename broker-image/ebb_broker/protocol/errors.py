@@ -23,6 +23,7 @@ _CODES: list[tuple[type[Exception], int]] = [
     (L.TransactionCoordinatorFencedError, E.TransactionCoordinatorFencedError.errno),
     (L.UnknownTopicOrPartitionError, E.UnknownTopicOrPartitionError.errno),
     (L.TopicExistsError, E.TopicAlreadyExistsError.errno),
+    (L.InvalidTopicError, E.InvalidTopicError.errno),
     (L.InvalidConfigError, E.InvalidConfigurationError.errno),
     (L.InvalidPartitionsError, E.InvalidPartitionsError.errno),
     (L.PartitionLimitError, E.PolicyViolationError.errno),

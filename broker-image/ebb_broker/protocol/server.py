@@ -2,7 +2,9 @@
 
 Kafka processes one request per connection at a time (the socket server mutes a channel until its
 response is sent), which is what keeps responses in request order; this server does the same by
-serving each connection's frames sequentially.
+serving each connection's frames sequentially. A handler that throttles its client (a client quota,
+KIP-219) sets a throttle time: the response goes out at once and the connection's next frame is read
+only once that time has passed, as Kafka keeps a throttled channel muted.
 
 No single client can take the broker down or starve the others (Kafka's SocketServer limits, same names):
 - `max.connections`: the accept loop waits for a free slot before it accepts (the kernel's backlog holds
@@ -14,8 +16,10 @@ No single client can take the broker down or starve the others (Kafka's SocketSe
   before the body: an unknown key or version closes the connection (ApiVersions answers any version).
 - `queued.max.request.bytes` bounds the request bytes held across all connections; when it is spent a
   connection waits before reading its next body (Kafka mutes the channel), it is never closed for it.
-- `connections.max.idle.ms` closes connections that neither sent a whole request nor had one in progress
-  for that long (a client that trickles a frame byte by byte counts as idle).
+- `connections.max.idle.ms` closes connections on which no whole request was read and no response bytes
+  were written for that long, as Kafka's Selector measures idleness (no I/O): a request parked in the
+  fetch purgatory and a response the client does not read count as idle (closing frees what they hold),
+  a handler at work does not; a client that trickles a frame byte by byte counts as idle too.
 A frame that is malformed or a handler that fails closes that connection only, with a log line: other
 clients and the stored data are never touched, because decoding happens before any handler runs.
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import socket
 import ssl
@@ -33,13 +38,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ebb_broker.protocol.apis import api_versions
-from ebb_broker.protocol.context import Broker, RequestContext, Session
+from ebb_broker.protocol.context import Activity, Broker, RequestContext, Session
 from ebb_broker.protocol.encoded import EncodedBody
 from ebb_broker.protocol.registry import ApiSpec, lookup
 from ebb_broker.protocol.zero_copy import (
     FileRecords,
     Part,
     ZeroCopyResponse,
+    close_parts,
     part_length,
     split,
     write_parts,
@@ -54,6 +60,8 @@ MAX_REQUEST_BYTES = 104_857_600
 _HEADER = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
 _INT_MAX = 2**31 - 1
+# Frames from which decoding runs off the event loop (below it, the thread hop costs more than it saves).
+OFF_LOOP_BYTES = 256 * 1024
 # ApiVersions, SaslHandshake, SaslAuthenticate: all a SASL connection may send before it authenticated.
 _BEFORE_AUTHENTICATION = frozenset({18, 17, 36})
 
@@ -130,9 +138,10 @@ class Connection:
     listener: Listener
     session: Session
     writer: asyncio.StreamWriter
-    last_active: float
+    activity: Activity
     task: asyncio.Task[None] | None = None
-    busy: bool = False  # a request is being handled (a long-poll fetch or a join is not idleness)
+    # Set by the last request's handler: how long the connection stays muted after its answer (KIP-219).
+    throttle_ms: int = 0
 
 
 class KafkaServer:
@@ -262,14 +271,19 @@ class KafkaServer:
                     metrics.connections_rejected.labels("authentication").inc()
                     writer.close()
                     return
-            conn = Connection(lst, session, writer, loop.time(), asyncio.current_task())
+            conn = Connection(lst, session, writer, Activity(loop.time()), asyncio.current_task())
             self._connections.add(conn)
             metrics.connections.inc()
             try:
                 await self._serve(conn, reader)
             finally:
                 metrics.connections.dec()
-                writer.close()
+                if transport.get_write_buffer_size():
+                    # A client that stopped reading (closed as idle, or at shutdown): close() would wait
+                    # for it to take the rest first; Kafka closes the channel and drops the response.
+                    transport.abort()
+                else:
+                    writer.close()
                 with contextlib.suppress(Exception):
                     await writer.wait_closed()
         except asyncio.CancelledError:
@@ -291,7 +305,7 @@ class KafkaServer:
             await asyncio.sleep(min(max(idle / 4, 0.05), 10))
             now = loop.time()
             for conn in list(self._connections):
-                if not conn.busy and now - conn.last_active > idle and conn.task is not None:
+                if not conn.activity.working and now - conn.activity.last > idle and conn.task is not None:
                     log.info(
                         "closing connection from %s: idle for more than connections.max.idle.ms (%d)",
                         conn.session.client_host,
@@ -305,7 +319,6 @@ class KafkaServer:
     async def _serve(self, conn: Connection, reader: asyncio.StreamReader) -> None:
         metrics = self.broker.metrics
         peer = conn.writer.get_extra_info("peername")
-        loop = asyncio.get_running_loop()
         assert self._pool is not None
         while True:
             try:
@@ -337,35 +350,45 @@ class KafkaServer:
                 metrics.connections_rejected.labels("bad_request").inc()
                 return
             await self._pool.reserve(size)
+            out: list[Part] | None = None
             try:
                 try:
-                    body = await reader.readexactly(size - _HEADER.size)
-                except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
-                    return
-                conn.busy = True
-                metrics.bytes_in.inc(4 + size)
-                try:
-                    if spec is None:
-                        # Any ApiVersions version is accepted; an unknown one gets a v0 body (KIP-511).
-                        out: list[Part] | None = [api_versions.unsupported_version_response(correlation_id)]
-                    else:
-                        out = await self._dispatch(conn, spec, prefix + body, api_version, correlation_id)
-                except BadFrameError as exc:
-                    log.warning("closing connection from %s: %s", peer, exc)
-                    metrics.connections_rejected.labels("bad_request").inc()
-                    return
+                    try:
+                        body = await reader.readexactly(size - _HEADER.size)
+                    except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+                        return
+                    conn.activity.touch()
+                    conn.activity.working = True
+                    metrics.bytes_in.inc(4 + size)
+                    try:
+                        if spec is None:
+                            # Any ApiVersions version is accepted; an unknown one gets a v0 body (KIP-511).
+                            out = [api_versions.unsupported_version_response(correlation_id)]
+                        else:
+                            out = await self._dispatch(conn, spec, prefix + body, api_version, correlation_id)
+                    except BadFrameError as exc:
+                        log.warning("closing connection from %s: %s", peer, exc)
+                        metrics.connections_rejected.labels("bad_request").inc()
+                        return
+                finally:
+                    conn.activity.working = False  # writing: a client that does not read is idle
+                    await self._pool.release(size)
+                if out is not None:
+                    metrics.bytes_out.inc(sum(part_length(p) for p in out))
+                    try:
+                        await write_parts(conn.writer, out, conn.activity.touch)
+                    except (ConnectionError, ssl.SSLError):
+                        return
             finally:
-                await self._pool.release(size)
-            if out is not None:
-                metrics.bytes_out.inc(sum(part_length(p) for p in out))
-                try:
-                    await write_parts(conn.writer, out)
-                except (ConnectionError, ssl.SSLError):
-                    return
+                if out is not None:
+                    close_parts(out)  # a response never written (the connection closed) holds no file
             if conn.session.close_after_response:
                 return
-            conn.busy = False
-            conn.last_active = loop.time()
+            if conn.throttle_ms:
+                # KIP-219: the answer (acks=0: none) went out at once with throttle_time_ms; the channel
+                # stays muted for that long, as Kafka's socket server mutes a throttled channel.
+                await asyncio.sleep(conn.throttle_ms / 1000)
+                conn.throttle_ms = 0
 
     def _admit(self, conn: Connection, api_key: int, api_version: int) -> ApiSpec | None:
         """Check the header's API key and version before the body is read; None = ApiVersions at a
@@ -389,8 +412,10 @@ class KafkaServer:
     async def _dispatch(
         self, conn: Connection, spec: ApiSpec, frame: bytes, api_version: int, correlation_id: int
     ) -> list[Part] | None:
+        decode = functools.partial(spec.messages.request.decode, frame, version=api_version, header=True)
         try:
-            request = spec.messages.request.decode(frame, version=api_version, header=True)
+            # A large frame (a big produce) is decoded on a worker thread: other clients are served meanwhile.
+            request = await asyncio.to_thread(decode) if len(frame) >= OFF_LOOP_BYTES else decode()
         except Exception as exc:  # the codec raises many types on garbage; all mean "malformed"
             raise BadFrameError(f"malformed {spec.name} v{api_version} request: {exc!r}") from exc
         header = request.header
@@ -402,6 +427,8 @@ class KafkaServer:
             client_id=getattr(header, "client_id", None),
             client_host=conn.session.client_host,
             session=conn.session,
+            activity=conn.activity,
+            request_size=len(frame),
         )
         started = time.perf_counter()
         try:
@@ -414,6 +441,7 @@ class KafkaServer:
             raise BadFrameError(f"{spec.name} handler failed: {exc!r}") from exc
         finally:
             self.broker.metrics.observe_request(spec.name, time.perf_counter() - started)
+        conn.throttle_ms = ctx.throttle_ms
         if response is None:
             return None
         try:
@@ -430,10 +458,14 @@ def encode_response(response: Any, api_version: int, correlation_id: int) -> lis
     files: list[FileRecords] = []
     if isinstance(response, ZeroCopyResponse):
         response, files = response.body, response.files
-    response.with_header(correlation_id=correlation_id)
-    # The body was built at `api_version` (ctx.response); passing version= again would make
-    # kafka-python try to stamp it into a request header.
-    encoded = bytes(response.encode(header=True, framed=True))
-    if not files:
-        return [encoded]
-    return split(encoded, files, flexible=type(response).flexible_version_q(api_version))
+    try:
+        response.with_header(correlation_id=correlation_id)
+        # The body was built at `api_version` (ctx.response); passing version= again would make
+        # kafka-python try to stamp it into a request header.
+        encoded = bytes(response.encode(header=True, framed=True))
+        if not files:
+            return [encoded]
+        return split(encoded, files, flexible=type(response).flexible_version_q(api_version))
+    except BaseException:
+        close_parts(list(files))
+        raise

@@ -8,6 +8,9 @@ placeholders and, for each placeholder, `loop.sendfile()`s the engine's FetchSli
 under the hood), so segment bytes never pass through Python. (A placeholder as long as the records,
 as before, cost four copies of every megabyte fetched: about two thirds of the broker's CPU per
 fetch.) Transports without sendfile support get the slices read into memory instead.
+
+The descriptors are the segments' own, held in the process's bounded cache (log.file_handles) until the
+response is written: a response opens no file, however many partitions it names or repeats.
 """
 
 from __future__ import annotations
@@ -15,52 +18,92 @@ from __future__ import annotations
 import asyncio
 import os
 import struct
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO, Any, Protocol, cast
 
 from ebb_broker.protocol.encoded import uvarint
 
 _TAG_BYTES = 16
 # Records shorter than this are encoded inline: not worth a placeholder and a sendfile call.
 _INLINE_BELOW = 64
+# How much is written between two progress reports (write_parts).
+_CHUNK = 1 << 20
 _INT32 = struct.Struct(">i")
 
 
-class Slice(Protocol):
-    """A byte range of a file (the engine's FetchSlice), read-only."""
+class HeldFile(Protocol):
+    """A segment file in the process's descriptor cache (log.file_handles.LazyFile)."""
 
-    @property
-    def path(self) -> Path: ...
+    def hold(self) -> int | None: ...
+    def release(self) -> None: ...
+
+
+class Slice(Protocol):
+    """A byte range of a segment file (the engine's FetchSlice), read-only."""
+
     @property
     def position(self) -> int: ...
     @property
     def length(self) -> int: ...
+    @property
+    def file(self) -> HeldFile: ...
+    def read_bytes(self) -> bytes: ...
 
 
-@dataclass
+@dataclass(frozen=True)
+class _HeldSlice:
+    """A slice sent from its segment's own descriptor, held until the response is written."""
+
+    file: HeldFile
+    fd: int
+    position: int
+    length: int
+
+
+Chunk = _HeldSlice | bytes
+
+
+def _take(s: Slice) -> Chunk:
+    """Hold the slice's segment file, or read its bytes when held files already fill their share of the
+    descriptor cache or retention renamed the segment since the read (read_bytes finds the .deleted)."""
+    try:
+        fd = s.file.hold()
+    except FileNotFoundError:
+        fd = None
+    return _HeldSlice(s.file, fd, s.position, s.length) if fd is not None else s.read_bytes()
+
+
 class FileRecords:
-    """Records of one partition: the placeholder put into the response, and the file slices.
+    """Records of one partition: the placeholder put into the response, and where the bytes are.
 
-    The segment files are opened at once, while the engine's read is current: an open file
-    survives the retention pass or the cleaner renaming or deleting the segment before the
-    response is written (Kafka keeps its FileRecords open for the same reason).
+    The slices' segment files are held at once, while the engine's read is current: a held descriptor
+    survives the retention pass or the cleaner renaming or deleting the segment before the response is
+    written (Kafka keeps its FileRecords open for the same reason). They are the segment's own
+    descriptors (log.file_handles), shared by every response and every partition a request repeats, so a
+    response costs no descriptor of its own; ``close()`` gives them back.
     """
 
-    slices: list[Slice]
-    tag: bytes = field(default_factory=lambda: os.urandom(_TAG_BYTES))
-    files: list[BinaryIO] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.files = [Path(s.path).open("rb") for s in self.slices]  # noqa: SIM115 (closed after the write)
+    def __init__(self, slices: list[Slice]) -> None:
+        self.tag = os.urandom(_TAG_BYTES)
+        self.chunks: list[Chunk] = []
+        try:
+            for s in slices:
+                self.chunks.append(_take(s))
+        except BaseException:
+            self.close()
+            raise
+        self.length = sum(c.length if isinstance(c, _HeldSlice) else len(c) for c in self.chunks)
+        if self.inline:  # encoded into the response itself: nothing to hold until it is written
+            data = self.read()
+            self.close()
+            self.chunks = [data]
 
     def close(self) -> None:
-        for f in self.files:
-            f.close()
-
-    @property
-    def length(self) -> int:
-        return sum(s.length for s in self.slices)
+        chunks, self.chunks = self.chunks, []
+        for c in chunks:
+            if isinstance(c, _HeldSlice):
+                c.file.release()
 
     @property
     def inline(self) -> bool:
@@ -73,9 +116,32 @@ class FileRecords:
 
     def read(self) -> bytes:
         out = bytearray()
-        for s, f in zip(self.slices, self.files, strict=True):
-            out += os.pread(f.fileno(), s.length, s.position)
+        for c in self.chunks:
+            out += os.pread(c.fd, c.length, c.position) if isinstance(c, _HeldSlice) else c
         return bytes(out)
+
+
+class _Descriptor:
+    """What loop.sendfile() needs of a file, over a held descriptor it must not close. asyncio lseeks it
+    after sending: harmless, every use of segment descriptors is positional (pread, pwritev)."""
+
+    mode = "rb"
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pos = 0
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        self._pos = pos
+        return pos
+
+    def readinto(self, buf: memoryview) -> int:  # the fallback's read, for transports without sendfile
+        n = os.preadv(self._fd, [buf], self._pos)
+        self._pos += n
+        return n
 
 
 @dataclass
@@ -121,8 +187,14 @@ def split(encoded: bytes, files: list[FileRecords], *, flexible: bool) -> list[P
     return parts
 
 
-async def write_parts(writer: asyncio.StreamWriter, parts: list[Part]) -> None:
+async def write_parts(
+    writer: asyncio.StreamWriter, parts: list[Part], progress: Callable[[], None] = lambda: None
+) -> None:
     """Write parts in order; file parts go through loop.sendfile (os.sendfile on plain TCP).
+
+    ``progress`` is called each time up to _CHUNK bytes went out, so connections.max.idle.ms counts a
+    client that stops reading as idle and one that reads a large response slowly as active, as Kafka's
+    Selector does.
 
     On TLS the bytes must pass through OpenSSL anyway: the slices are read at once (page cache, one pread
     per slice) and written with the rest, instead of asyncio's sendfile fallback, which reads each
@@ -132,22 +204,46 @@ async def write_parts(writer: asyncio.StreamWriter, parts: list[Part]) -> None:
     try:
         for part in parts:
             if isinstance(part, bytes | bytearray):
-                if part:
-                    writer.write(part)
+                await _write(writer, part, progress)
                 continue
             if tls:
-                writer.write(part.read())
+                await _write(writer, part.read(), progress)
                 continue
             await writer.drain()
-            for s, f in zip(part.slices, part.files, strict=True):
-                if s.length > 0:
+            for chunk in part.chunks:
+                if not isinstance(chunk, _HeldSlice):
+                    await _write(writer, chunk, progress)
+                    continue
+                end = chunk.position + chunk.length
+                for pos in range(chunk.position, end, _CHUNK):
                     # Falls back to read+send by itself when the transport cannot sendfile.
-                    await loop.sendfile(writer.transport, f, s.position, s.length, fallback=True)
+                    source = cast("IO[bytes]", _Descriptor(chunk.fd))
+                    await loop.sendfile(writer.transport, source, pos, min(_CHUNK, end - pos), fallback=True)
+                    progress()
         await writer.drain()
+        progress()
     finally:
-        for part in parts:
-            if isinstance(part, FileRecords):
-                part.close()
+        close_parts(parts)
+
+
+def close_parts(parts: list[Part]) -> None:
+    """Give back what the file parts hold (again is harmless: write_parts does it when done)."""
+    for part in parts:
+        if isinstance(part, FileRecords):
+            part.close()
+
+
+async def _write(writer: asyncio.StreamWriter, data: bytes | bytearray, progress: Callable[[], None]) -> None:
+    """Buffer small data (drained with what follows); send large data _CHUNK by _CHUNK."""
+    if len(data) <= _CHUNK:
+        if data:
+            writer.write(data)
+        return
+    view = memoryview(data)
+    for pos in range(0, len(view), _CHUNK):
+        writer.write(view[pos : pos + _CHUNK])
+        await writer.drain()
+        progress()
 
 
 def part_length(part: Part) -> int:

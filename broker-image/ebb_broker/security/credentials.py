@@ -7,9 +7,15 @@ salt, i), computed by the client, and the broker keeps only ``StoredKey = H(HMAC
 "Client Key"))`` and ``ServerKey = HMAC(SaltedPassword, "Server Key")``. Hi is PBKDF2-HMAC with the
 mechanism's hash (no SASLprep: Kafka hashes the UTF-8 password as it is).
 
-PLAIN users are checked against the same store: the password is run through Hi with the stored salt and
-iterations of any of the user's SCRAM credentials and the resulting StoredKey compared (constant time).
-One store, managed with Kafka's own tools, serves every mechanism (docs/broker.md).
+PLAIN users are the users whose password the broker is given at start (``--add-scram ...password=...``),
+as Kafka's PLAIN users are the ``user_<name>`` entries of its static JAAS config: a PLAIN password is
+compared with a fast salted hash (HMAC-SHA-256 under a random salt) of that password, kept in memory only.
+Kafka's PLAIN never consults SCRAM credentials, and checking a password against one costs a PBKDF2 of
+thousands of iterations per attempt, which let unauthenticated clients keep the broker's CPU busy; a user
+known only by its SCRAM credential (set with AlterUserScramCredentials, which carries no password) is
+refused PLAIN, as in Kafka. A credential changed or deleted later drops that password's PLAIN verifier
+(the password may no longer be the user's) until the next start sets it again. Known and unknown users
+cost the same: the same number of HMACs, against a random verifier for an unknown user.
 
 ``--add-scram 'SCRAM-SHA-256=[name=admin,password=secret]'`` (Kafka's ``kafka-storage format
 --add-scram`` syntax, repeatable) sets a credential at start; unlike Kafka's format step it applies at
@@ -25,7 +31,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ebb_broker.security import store
@@ -104,6 +110,28 @@ class Upsertion:
     user: str
     mechanism: str
     credential: ScramCredential
+    # The password itself when the broker was given it (--add-scram): it makes the user a PLAIN user too.
+    password: str | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class PlainVerifier:
+    """A fast salted hash of a password, for PLAIN (the password is never kept)."""
+
+    salt: bytes
+    digest: bytes
+
+    @classmethod
+    def of(cls, password: str) -> PlainVerifier:
+        salt = os.urandom(16)
+        return cls(salt, _plain_digest(salt, password))
+
+    def matches(self, password: str) -> bool:
+        return hmac.compare_digest(_plain_digest(self.salt, password), self.digest)
+
+
+def _plain_digest(salt: bytes, password: str) -> bytes:
+    return hmac.new(salt, password.encode(), "sha256").digest()
 
 
 @dataclass(frozen=True)
@@ -115,13 +143,18 @@ class Deletion:
 class CredentialStore:
     """Every user's SCRAM credentials; changes are written before they take effect.
 
-    Thread-safety: a lock guards the map; PLAIN's PBKDF2 runs outside it (callers run it in a thread).
+    Thread-safety: a lock guards the maps.
     """
 
     def __init__(self, data_dir: Path) -> None:
         self.path = data_dir / FILE
         self._lock = threading.Lock()
         self._users: dict[str, dict[str, ScramCredential]] = {}
+        # PLAIN: user -> mechanism -> the verifier of the password that mechanism's credential was made from.
+        self._plain: dict[str, dict[str, PlainVerifier]] = {}
+        self._nobody = {
+            mech: PlainVerifier.of(base64.b64encode(os.urandom(16)).decode()) for mech in MECHANISMS
+        }
         doc = store.read(self.path, FILE_VERSION)
         for user, mechs in (doc or {}).get("users", {}).items():
             self._users[user] = {
@@ -170,6 +203,7 @@ class CredentialStore:
 
     def apply(self, upsertions: Iterable[Upsertion], deletions: Iterable[Deletion]) -> None:
         """Apply the changes together: written to disk first, then visible (KIP-554's atomic batch)."""
+        upsertions, deletions = list(upsertions), list(deletions)
         with self._lock:
             users = {u: dict(m) for u, m in self._users.items()}
             for d in deletions:
@@ -179,21 +213,25 @@ class CredentialStore:
             users = {u: m for u, m in users.items() if m}
             self._save(users)
             self._users = users
+            # A changed credential may no longer be the password its PLAIN verifier was made from.
+            changed = [(d.user, d.mechanism) for d in deletions] + [(u.user, u.mechanism) for u in upsertions]
+            for user, mechanism in changed:
+                self._plain.get(user, {}).pop(mechanism, None)
+            for u in upsertions:
+                if u.password is not None:
+                    self._plain.setdefault(u.user, {})[u.mechanism] = PlainVerifier.of(u.password)
+            self._plain = {u: v for u, v in self._plain.items() if v}
 
     def verify_password(self, user: str, password: str) -> bool:
-        """Whether ``password`` is the user's (PLAIN): any stored SCRAM credential of the user must match.
-        Costs one PBKDF2 of the credential's iterations; run it off the event loop."""
+        """Whether ``password`` is a PLAIN user's (see the module docstring): the same work, one HMAC per
+        mechanism, for every user, known or not."""
         with self._lock:
-            creds = list(self._users.get(user, {}).items())
-        for mechanism, cred in creds:
-            derived = credential_from_salted(
-                mechanism,
-                cred.salt,
-                hi(mechanism, password.encode(), cred.salt, cred.iterations),
-                cred.iterations,
-            )
-            return hmac.compare_digest(derived.stored_key, cred.stored_key)
-        return False
+            verifiers = self._plain.get(user, {})
+        matched = False
+        for mech, nobody in self._nobody.items():
+            verifier = verifiers.get(mech)
+            matched |= (verifier or nobody).matches(password) and verifier is not None
+        return matched
 
 
 # Kafka's ScramParser: MECHANISM=[key=value,...], values optionally in double quotes.
@@ -238,4 +276,5 @@ def parse_add_scram(text: str) -> Upsertion:
         salt, salted = base64.b64decode(fields["salt"]), base64.b64decode(fields["saltedpassword"])
     else:
         raise ValueError(f"--add-scram {text!r}: password (or salt and saltedpassword) is required")
-    return Upsertion(fields["name"], mechanism, credential_from_salted(mechanism, salt, salted, iterations))
+    credential = credential_from_salted(mechanism, salt, salted, iterations)
+    return Upsertion(fields["name"], mechanism, credential, fields.get("password"))

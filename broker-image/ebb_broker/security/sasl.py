@@ -80,7 +80,8 @@ class ScramServer:
 
 
 class PlainServer:
-    """PLAIN: one token ``authzid NUL authcid NUL password``, checked against the SCRAM credential store."""
+    """PLAIN: one token ``authzid NUL authcid NUL password``, checked against the PLAIN users' verifiers
+    (credentials.py: the users whose password the broker was given at start)."""
 
     mechanism = PLAIN
 
@@ -90,7 +91,6 @@ class PlainServer:
         self._credentials = credentials
 
     def step(self, token: bytes) -> bytes:
-        """Blocking (PBKDF2 of the stored iteration count): the caller runs it in a worker thread."""
         failure = SaslAuthenticationFailed("Authentication failed: Invalid username or password")
         try:
             authzid, user, password = token.decode().split("\0")

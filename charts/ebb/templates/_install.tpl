@@ -80,6 +80,9 @@
 {{- with include "ebb.broker.clientSecretName" . }}
 {{- $_ := set $spec "credentials" (dict "secretRef" (dict "name" .)) }}
 {{- end }}
+{{- with .Values.operator.defaultCluster.analysisCredentialsSecret }}
+{{- $_ := set $spec "analysisCredentials" (dict "secretRef" (dict "name" .)) }}
+{{- end }}
 - --kafka-cluster={{ .Values.operator.defaultCluster.name }}
 - {{ printf "--kafka-cluster-spec=%s" ($spec | toJson) | quote }}
 {{- end }}

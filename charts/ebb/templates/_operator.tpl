@@ -46,3 +46,17 @@ app.kubernetes.io/component: operator
   allow: [GuardNone, ForcedRetention, Compaction, SparkOverrides]
 {{- end }}
 {{- end }}
+
+{{/* The admission webhook: its Service, the name the API server calls (and the certificate names). */}}
+{{- define "ebb.operator.webhookService" -}}
+{{- printf "%s-webhook" (include "ebb.operator.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "ebb.operator.webhookHost" -}}
+{{- printf "%s.%s.svc" (include "ebb.operator.webhookService" .) .Release.Namespace }}
+{{- end }}
+
+{{/* The operator makes its own webhook certificate (no cert-manager). */}}
+{{- define "ebb.operator.webhookSelfSigned" -}}
+{{- if and .Values.operator.webhook.enabled (not .Values.operator.webhook.certManager.enabled) }}true{{ end }}
+{{- end }}

@@ -1,6 +1,7 @@
 """kopf handlers: one module per kind. `register(settings)` adds the timers whose intervals are
-operator settings (the rest register at import, as kopf's decorators do), then takes kopf's finalizer
-requirement off every daemon and timer (handlers/lifetime.py: the operator puts no finalizer on objects)."""
+operator settings and, with the webhook on, the admission handlers (the rest register at import, as kopf's
+decorators do), then takes kopf's finalizer requirement off every daemon and timer (handlers/lifetime.py:
+the operator puts no finalizer on objects)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import kopf
 
 from ebb_operator.handlers import (
+    admission,
     compaction_config,
     delete_records,
     kafka_cluster,
@@ -25,6 +27,7 @@ from ebb_operator.models.crd import CrdInfo
 from ebb_operator.settings import OperatorSettings
 
 __all__ = [
+    "admission",
     "compaction_config",
     "delete_records",
     "kafka_cluster",
@@ -64,4 +67,6 @@ def register(config: OperatorSettings) -> None:
         delete_records.deleterecords_reclaimed,
         config.reclaim_poll_seconds,
     )
+    if config.webhook_port is not None:
+        admission.register()
     lifetime.without_finalizers()

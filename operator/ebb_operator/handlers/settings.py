@@ -8,10 +8,11 @@ from typing import Any
 import kopf
 
 from ebb_operator.handlers.runtime import runtime
+from ebb_operator.webhook.server import AdmissionServer
 
 
 @kopf.on.startup(id="operator-settings")
-def operator_configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+def operator_configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     # Handler progress goes to annotations under our own prefix, never into our typed status.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="ebb.dev")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="ebb.dev")
@@ -21,6 +22,17 @@ def operator_configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.watching.server_timeout = 300
     settings.networking.request_timeout = 60
     settings.peering.standalone = True
+    ebb = runtime(memo).settings
+    if ebb.webhook_port is not None:
+        settings.admission.server = AdmissionServer(ebb)
+
+
+@kopf.on.cleanup(id="operator-webhook-withdraw")
+def operator_withdraw_webhook(settings: kopf.OperatorSettings, **_: Any) -> None:
+    """A ValidatingWebhookConfiguration this process registered (EBB_WEBHOOK_MANAGED) goes with it: left
+    behind, its failurePolicy Fail would refuse every tenant object."""
+    if isinstance(settings.admission.server, AdmissionServer):
+        settings.admission.server.withdraw()
 
 
 @kopf.on.cleanup(id="operator-cleanup")

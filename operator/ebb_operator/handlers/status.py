@@ -3,6 +3,10 @@
 Status is computed from what was observed and written with one merge patch through the status
 subresource (controller-runtime's idiom). kopf applies its own `patch` only after a handler returns;
 the handlers write mid-way (a DeleteRecords' plan before it deletes), hence a writer of our own.
+
+A failure's Warning Event is posted once per generation and reason: a refused CompactionConfig resyncs
+every minute and a waiting DeleteRecords retries with a backoff, and neither repeats itself in
+`kubectl get events` (the Ready condition and the failure metric still reflect every attempt).
 """
 
 from __future__ import annotations
@@ -13,10 +17,14 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 import kopf
+from pydantic import ValidationError
 
 from ebb_operator import kube, metrics
 from ebb_operator.handlers.errors import reason_of
-from ebb_operator.models.common import ConditionStatus, Status, set_condition
+from ebb_operator.models.common import ConditionStatus, Status, find_condition, set_condition
+from ebb_operator.models.messages import CONDITION_MESSAGE, EVENT_MESSAGE, bounded
+from ebb_operator.models.reasons import Reason
+from ebb_operator.models.validation import explain
 
 S = TypeVar("S", bound=Status)
 log = logging.getLogger(__name__)
@@ -38,6 +46,7 @@ class StatusWriter(Generic[S]):
         self.ref = kube.ObjectRef(resource, body.metadata.namespace or "", body.metadata.name or "")
         self.status = status
         self._render = render or (lambda s: s.to_k8s())
+        self._warned: set[tuple[int, str]] = set()  # (generation, reason) of the Warnings this writer posted
 
     @property
     def generation(self) -> int:
@@ -48,9 +57,14 @@ class StatusWriter(Generic[S]):
         cond = next((c for c in self.status.conditions if c.type == "Ready"), None)
         return cond.status if cond else None
 
-    async def write(self, ready: ConditionStatus, reason: str, message: str) -> None:
+    async def write(self, ready: ConditionStatus, reason: Reason, message: str) -> None:
         self.status.conditions = set_condition(
-            self.status.conditions, "Ready", ready, reason, message[:32768], self.generation
+            self.status.conditions,
+            "Ready",
+            ready,
+            reason,
+            bounded(message, CONDITION_MESSAGE),
+            self.generation,
         )
         self.status.observed_generation = self.generation
         try:
@@ -63,13 +77,29 @@ class StatusWriter(Generic[S]):
             gone = f"{self.kind} {self.ref.namespace}/{self.ref.name} was deleted"
             raise kopf.PermanentError(gone) from None
 
-    async def failed(self, exc: BaseException, *, message: str | None = None) -> str:
-        """Record a failure: Ready=False with the exception class's reason, a warning Event, the metric."""
+    def _said(self, reason: Reason) -> bool:
+        """Was this failure already posted for this generation (by this writer, or as the Ready condition
+        a previous reconcile left)?"""
+        ready = find_condition(self.status.conditions, "Ready")
+        shown = (
+            ready is not None
+            and (ready.status, ready.reason) == (ConditionStatus.FALSE, reason)
+            and ready.observed_generation == self.generation
+        )
+        return shown or (self.generation, reason) in self._warned
+
+    async def failed(self, exc: BaseException, *, message: str | None = None) -> Reason:
+        """Record a failure: Ready=False with the exception class's reason, a warning Event (once per
+        generation and reason), the metric."""
         reason = reason_of(exc)
-        message = message or str(exc) or type(exc).__name__
-        if reason == "InternalError":
+        if message is None:
+            message = explain(exc) if isinstance(exc, ValidationError) else str(exc) or type(exc).__name__
+        if reason is Reason.INTERNAL_ERROR:
             log.exception("%s %s/%s: unexpected error", self.kind, self.ref.namespace, self.ref.name)
+        said = self._said(reason)
         await self.write(ConditionStatus.FALSE, reason, message)
-        kopf.warn(self.body, reason=reason, message=message[:1024])
+        if not said:
+            kopf.warn(self.body, reason=reason, message=bounded(message, EVENT_MESSAGE))
+            self._warned.add((self.generation, reason))
         metrics.FAILURES.labels(self.kind, reason).inc()
         return reason

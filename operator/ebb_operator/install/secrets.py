@@ -63,7 +63,7 @@ def _create(
     namespace: str, name: str, data: dict[str, str], labels: dict[str, str], secret_type: str
 ) -> None:
     try:
-        kube.create_secret(namespace, name, data, labels, None, secret_type=secret_type)
+        kube.create_secret(namespace, name, data, labels, secret_type=secret_type)
     except kube.AlreadyExistsError:  # made meanwhile (a second hook run): it stands
         return
     log.info("Secret %s/%s: created", namespace, name)

@@ -18,6 +18,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonValue
 
+from ebb_operator.models.messages import CONDITION_MESSAGE
+
 GROUP = "ebb.dev"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -62,10 +64,19 @@ def _check_duration(text: str) -> str:
     return text
 
 
+def _re2_options() -> Any:
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print every refused pattern to the operator's stderr
+    return options
+
+
+_RE2_OPTIONS = _re2_options()
+
+
 @functools.lru_cache(maxsize=4096)
 def compiled(pattern: str) -> Any:
     """The RE2 program of a pattern (cached: every reconcile matches the same few patterns)."""
-    return re2.compile(pattern)
+    return re2.compile(pattern, _RE2_OPTIONS)
 
 
 def full_match(pattern: str, text: str) -> bool:
@@ -77,8 +88,11 @@ def _check_regex(text: str) -> str:
         compiled(text)
     except re2.error as exc:
         detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        # RE2 says what is wrong, then where: "missing ): orders(", "invalid perl operator: (?=".
+        problem, _, where = detail.partition(": ")
         raise ValueError(
-            f"invalid regex {text!r} (RE2 syntax, no lookaround or backreferences): {detail}"
+            f"not a valid RE2 regex: {problem}{f' in {where!r}' if where else ''}; rule: RE2 syntax "
+            "(no lookaround or backreferences), matching whole names"
         ) from None
     return text
 
@@ -110,16 +124,21 @@ class Model(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+def cel_rules(*rules: Mapping[str, str]) -> dict[str, JsonValue]:
+    """Schema extras carrying CEL rules (x-kubernetes-validations) the API server enforces."""
+    rule_list: list[JsonValue] = [dict(rule) for rule in rules]
+    return {"x-kubernetes-validations": rule_list}
+
+
 def validated(*rules: Mapping[str, str]) -> ConfigDict:
     """A Model config whose schema carries CEL rules (x-kubernetes-validations) the API server enforces."""
-    rule_list: list[JsonValue] = [dict(rule) for rule in rules]
-    return ConfigDict(**Model.model_config, json_schema_extra={"x-kubernetes-validations": rule_list})
+    return ConfigDict(**Model.model_config, json_schema_extra=cel_rules(*rules))
 
 
 class SecretRef(Model):
     """A Secret holding Kafka client properties (security.protocol, sasl.*, ssl.*.pem)."""
 
-    name: str = Field(min_length=1, max_length=253)
+    name: str = Field(min_length=1, max_length=253, description="Name of the Secret.")
 
 
 class ClusterRef(Model):
@@ -129,14 +148,21 @@ class ClusterRef(Model):
     bootstrap_servers: str | None = Field(
         default=None, pattern=BOOTSTRAP_PATTERN, description="host:port[,host:port...]"
     )
-    secret_ref: SecretRef | None = None
+    secret_ref: SecretRef | None = Field(
+        default=None, description="A Secret in the object's own namespace with the client properties."
+    )
 
 
 class KafkaClusterRef(Model):
     """`spec.clusterRef`: the KafkaCluster (cluster-scoped, admin-owned) to act on; its grants decide what
     this namespace may do there. Absent (and no spec.cluster): the operator's default KafkaCluster."""
 
-    name: str = Field(min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+    name: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="Name of the KafkaCluster (kubectl get kafkaclusters, asked of a cluster admin).",
+    )
 
 
 # The spec rule every tenant kind carries: one way to name a cluster.
@@ -162,20 +188,29 @@ class Observed(Model):
 class Condition(Observed):
     """A metav1.Condition: one entry per type, reason for machines, message for humans."""
 
-    type: str = Field(min_length=1, max_length=316)
-    status: ConditionStatus
-    reason: str = Field(pattern=REASON_PATTERN, max_length=1024)
-    message: str = Field(default="", max_length=32768)
-    last_transition_time: str | None = None
-    observed_generation: int | None = Field(default=None, ge=0)
+    type: str = Field(
+        min_length=1, max_length=316, description="Ready on every kind, or a kind's own (TopicsMatched)."
+    )
+    status: ConditionStatus = Field(description="True, False or Unknown (still working).")
+    reason: str = Field(
+        pattern=REASON_PATTERN, max_length=1024, description="Why, in one CamelCase word (for machines)."
+    )
+    message: str = Field(default="", max_length=CONDITION_MESSAGE, description="Why, for humans.")
+    last_transition_time: str | None = Field(default=None, description="When status last changed.")
+    observed_generation: int | None = Field(
+        default=None, ge=0, description="The metadata.generation the condition was computed for."
+    )
 
 
 class Status(Observed):
     """What every kind's status starts with: the generation it reflects and conditions keyed by type."""
 
-    observed_generation: int | None = None
+    observed_generation: int | None = Field(
+        default=None, description="The metadata.generation this status reflects."
+    )
     conditions: list[Condition] = Field(
         default_factory=list,
+        description="The Ready condition (reason and message say why), and kind-specific ones.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
 
@@ -215,8 +250,12 @@ class TopicSelector(Model):
     """Topics matched by any `include` regex and no `exclude` regex (KIP-762's pattern list).
     Regexes match the whole topic name, as Kafka's pattern subscriptions do."""
 
-    include: list[Regex] = Field(min_length=1, max_length=64)
-    exclude: list[Regex] = Field(default_factory=list, max_length=64)
+    include: list[Regex] = Field(
+        min_length=1, max_length=64, description="Topics matching any of these RE2 regexes (whole names)."
+    )
+    exclude: list[Regex] = Field(
+        default_factory=list, max_length=64, description="Minus topics matching any of these."
+    )
 
     def matches(self, topic: str) -> bool:
         return any(full_match(p, topic) for p in self.include) and not any(
@@ -232,8 +271,14 @@ class TopicSelector(Model):
 class GroupSelector(Model):
     """Which consumer groups count for consumed retention (RetentionPolicy.spec.consumers)."""
 
-    include: list[Regex] = Field(default_factory=lambda: [".*"], max_length=64)
-    exclude: list[Regex] = Field(default_factory=list, max_length=64)
+    include: list[Regex] = Field(
+        default_factory=lambda: [".*"],
+        max_length=64,
+        description="Groups that count: those matching any of these RE2 regexes (default: every group).",
+    )
+    exclude: list[Regex] = Field(
+        default_factory=list, max_length=64, description="Minus groups matching any of these."
+    )
     required: list[str] = Field(
         default_factory=list,
         max_length=64,

@@ -19,7 +19,7 @@ from ebb_operator.models.common import (
     duration_ms,
     validated,
 )
-from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, ready_column
+from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, condition_columns, ready_column
 
 
 class CleanupPolicy(StrEnum):
@@ -51,15 +51,24 @@ class CompactionConfigSpec(Model):
     cluster_ref: KafkaClusterRef | None = None
     cluster: ClusterRef | None = None
     topics: TopicSelector
-    cleanup_policy: CleanupPolicy = Field(default=CleanupPolicy.COMPACT)
+    cleanup_policy: CleanupPolicy = Field(
+        default=CleanupPolicy.COMPACT,
+        description="cleanup.policy: compact (keep the last record per key) or compact,delete (also "
+        "delete by retention.ms/bytes).",
+    )
     min_compaction_lag: Duration | None = Field(
         default=None, description="KIP-58: never compact records younger than this (min.compaction.lag.ms)."
     )
     max_compaction_lag: Duration | None = Field(
         default=None, description="KIP-354: compact records at the latest after this (max.compaction.lag.ms)."
     )
-    tombstones: Tombstones | None = None
-    min_cleanable_dirty_ratio: float | None = Field(default=None, ge=0.0, le=1.0)
+    tombstones: Tombstones | None = Field(default=None, description="How tombstones are kept (KIP-87).")
+    min_cleanable_dirty_ratio: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="min.cleanable.dirty.ratio: the share of a log not yet cleaned before it is cleaned.",
+    )
 
     def topic_configs(self) -> dict[str, str]:
         """The Kafka topic configs this spec sets, by Kafka's names."""
@@ -85,16 +94,21 @@ class TopicState(StrEnum):
 
 
 class TopicStatus(Observed):
-    topic: str
-    state: TopicState
-    message: str = ""
-    last_applied: str | None = None
+    topic: str = Field(description="The topic.")
+    state: TopicState = Field(
+        description="Applied, Conflict (another CompactionConfig manages it), Unsupported (the cluster "
+        "lacks a setting) or Failed."
+    )
+    message: str = Field(default="", description="Why, when not Applied.")
+    last_applied: str | None = Field(default=None, description="When its configs were last checked or set.")
 
 
 class CompactionConfigStatus(Status):
-    matched_topics: int | None = None
-    topics: list[TopicStatus] = Field(default_factory=list, max_length=500)
-    last_sync: str | None = None
+    matched_topics: int | None = Field(default=None, description="Topics spec.topics matches.")
+    topics: list[TopicStatus] = Field(
+        default_factory=list, max_length=500, description="Per matched topic (at most 500)."
+    )
+    last_sync: str | None = Field(default=None, description="When the topics were last reconciled.")
 
 
 CRD = CrdInfo(
@@ -107,5 +121,6 @@ CRD = CrdInfo(
         PrinterColumn("Topics", "integer", ".status.matchedTopics", "Topics matched"),
         ready_column(),
         age_column(),
+        *condition_columns(),
     ),
 )

@@ -25,6 +25,8 @@ class CrdInfo:
     status: type[BaseModel]
     columns: tuple[PrinterColumn, ...] = field(default_factory=tuple)
     scope: str = "Namespaced"  # or "Cluster"
+    # `kubectl get ebb` lists the tenant kinds; KafkaCluster, which tenants cannot read, is `ebb-admin`.
+    categories: tuple[str, ...] = ("ebb",)
 
     @property
     def singular(self) -> str:
@@ -38,3 +40,12 @@ def ready_column() -> PrinterColumn:
 
 def age_column() -> PrinterColumn:
     return PrinterColumn("Age", "date", ".metadata.creationTimestamp")
+
+
+def condition_columns() -> tuple[PrinterColumn, ...]:
+    """Why the object is (not) Ready, at `kubectl get -o wide`."""
+    ready = '.status.conditions[?(@.type=="Ready")]'
+    return (
+        PrinterColumn("Reason", "string", f"{ready}.reason", "Why, in one word", priority=1),
+        PrinterColumn("Message", "string", f"{ready}.message", "Why, for humans", priority=1),
+    )

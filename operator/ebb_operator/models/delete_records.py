@@ -24,7 +24,8 @@ from ebb_operator.models.common import (
     find_condition,
     validated,
 )
-from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column
+from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, condition_columns
+from ebb_operator.models.reasons import Reason
 
 HIGH_WATERMARK = -1  # KIP-107: offset -1 means "up to the high watermark"
 MAX_PARTITIONS = 10000  # partitions of one DeleteRecords (the API server keeps objects small)
@@ -39,8 +40,8 @@ class Guard(StrEnum):
 class PartitionOffset(Model):
     """Delete every record of topic-partition below `offset` (-1 = the high watermark)."""
 
-    topic: TopicName
-    partition: int = Field(ge=0, le=2147483647)
+    topic: TopicName = Field(description="The topic.")
+    partition: int = Field(ge=0, le=2147483647, description="The partition number.")
     offset: int = Field(ge=-1, description="Delete records before this offset; -1 = high watermark.")
 
 
@@ -59,6 +60,7 @@ class DeleteRecordsSpec(Model):
     partitions: list[PartitionOffset] = Field(
         min_length=1,
         max_length=MAX_PARTITIONS,
+        description="The partitions to cut and where (one entry per topic and partition).",
         json_schema_extra={
             "x-kubernetes-list-type": "map",
             "x-kubernetes-list-map-keys": ["topic", "partition"],
@@ -86,16 +88,27 @@ class Phase(StrEnum):
 
 
 TERMINAL_PHASES = frozenset({Phase.SUCCEEDED, Phase.PARTIALLY_FAILED, Phase.FAILED})
+# Ready reasons of a request that has not started: its cluster state could not be read yet, or its
+# KafkaCluster or credentials Secret does not exist yet (GitOps tools apply objects in any order).
+WAITING_REASONS = frozenset({Reason.PENDING, Reason.CLUSTER_NOT_FOUND})
 
 
 class PartitionResult(Observed):
     """Per-partition outcome (Strimzi's PartitionedByError: a low watermark or an error)."""
 
-    topic: str
-    partition: int
+    topic: str = Field(description="The topic.")
+    partition: int = Field(description="The partition number.")
     requested_offset: int = Field(description="The offset asked for; -1 is resolved before deleting.")
-    low_watermark: int | None = None
-    error: str | None = None
+    low_watermark: int | None = Field(
+        default=None, description="The log start offset Kafka answered after the cut (KIP-107)."
+    )
+    error: str | None = Field(
+        default=None, description="Why the partition was not cut (GuardRefused, a Kafka error)."
+    )
+    refused: bool = Field(
+        default=False,
+        description="The guard refused the partition: error names the groups not consumed past the offset.",
+    )
     retrying: str | None = Field(
         default=None,
         description="The retriable error of the last attempt, while it is retried (until spec.timeout).",
@@ -107,12 +120,19 @@ class PartitionResult(Observed):
 
 
 class DeleteRecordsStatus(Status):
-    phase: Phase | None = None
-    started_at: str | None = None
-    completed_at: str | None = None
-    partition_count: int | None = None
-    partitions: list[PartitionResult] = Field(default_factory=list)
-    deleted_records: int | None = None
+    phase: Phase | None = Field(
+        default=None,
+        description="Pending, Running, Succeeded, PartiallyFailed or Failed: a view of the Ready condition.",
+    )
+    started_at: str | None = Field(default=None, description="When the run began.")
+    completed_at: str | None = Field(default=None, description="When the run ended.")
+    partition_count: int | None = Field(default=None, description="Partitions in the request.")
+    partitions: list[PartitionResult] = Field(
+        default_factory=list, description="Per partition: the plan, then the low watermark or the error."
+    )
+    deleted_records: int | None = Field(
+        default=None, description="Records deleted (in a dry run: that would be deleted)."
+    )
     bytes_before: int | None = Field(
         default=None, description="Log-dir bytes of the partitions before the run, over every replica."
     )
@@ -121,19 +141,20 @@ class DeleteRecordsStatus(Status):
         description="Bytes the brokers freed: bytesBefore minus what DescribeLogDirs reports after their "
         "retention pass removed the segments below the cut (updated until reclaimedAt stops moving).",
     )
-    reclaimed_at: str | None = None
+    reclaimed_at: str | None = Field(default=None, description="When reclaimedBytes last grew.")
 
 
 def phase_from_conditions(conditions: list[Condition]) -> Phase:
-    """Phase is a view of Ready: True=Succeeded, Unknown=Running, False=PartiallyFailed or Failed."""
+    """Phase is a view of Ready: True=Succeeded, Unknown=Running, False=PartiallyFailed or Failed, a
+    waiting reason Pending."""
     ready = find_condition(conditions, "Ready")
-    if ready is None or ready.reason == "Pending":
+    if ready is None or ready.reason in WAITING_REASONS:
         return Phase.PENDING
     if ready.status is ConditionStatus.TRUE:
         return Phase.SUCCEEDED
     if ready.status is ConditionStatus.UNKNOWN:
         return Phase.RUNNING
-    return Phase.PARTIALLY_FAILED if ready.reason == "PartiallyFailed" else Phase.FAILED
+    return Phase.PARTIALLY_FAILED if ready.reason == Reason.PARTIALLY_FAILED else Phase.FAILED
 
 
 CRD = CrdInfo(
@@ -147,5 +168,6 @@ CRD = CrdInfo(
         PrinterColumn("Partitions", "integer", ".status.partitionCount", "Partitions in the request"),
         PrinterColumn("Deleted", "integer", ".status.deletedRecords", "Records deleted"),
         age_column(),
+        *condition_columns(),
     ),
 )

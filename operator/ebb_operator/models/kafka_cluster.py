@@ -23,7 +23,7 @@ from ebb_operator.models.common import (
     Status,
     validated,
 )
-from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, ready_column
+from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, condition_columns, ready_column
 
 NAMESPACE_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
@@ -34,7 +34,7 @@ class Permission(StrEnum):
     GUARD_NONE = "GuardNone"  # DeleteRecords with guard None (no consumer check)
     FORCED_RETENTION = "ForcedRetention"  # RetentionPolicy.forcedRetention (retention.ms), >= the minimum
     COMPACTION = "Compaction"  # CompactionConfig (cleanup.policy compact rewrites topics)
-    SPARK_OVERRIDES = "SparkOverrides"  # a SparkApplication image / service account of the tenant's choice
+    SPARK_OVERRIDES = "SparkOverrides"  # a SparkApplication service account of the tenant's choice
 
 
 class LabelSelector(Model):
@@ -54,9 +54,12 @@ class Grant(Model):
     namespaces: list[str] = Field(
         default_factory=list,
         max_length=256,
+        description="Namespaces this grant admits, by name.",
         json_schema_extra={"items": {"type": "string", "pattern": NAMESPACE_PATTERN, "maxLength": 63}},
     )
-    namespace_selector: LabelSelector | None = None
+    namespace_selector: LabelSelector | None = Field(
+        default=None, description="Namespaces this grant admits, by label."
+    )
     topics: list[Regex] = Field(
         min_length=1, max_length=64, description="Topics these namespaces may act on (RE2, whole names)."
     )
@@ -67,7 +70,13 @@ class Grant(Model):
         "outside include, inactive); every other group reading their topics always counts. "
         "Absent: any group.",
     )
-    allow: list[Permission] = Field(default_factory=list, max_length=4)
+    allow: list[Permission] = Field(
+        default_factory=list,
+        max_length=4,
+        description="Options these namespaces may use: GuardNone (DeleteRecords without the consumer "
+        "check), ForcedRetention (at least forcedRetentionMinimum), Compaction (CompactionConfig), "
+        "SparkOverrides (a SparkApplication image or service account of their choice).",
+    )
     forced_retention_minimum: Duration = Field(
         default="1d", description="With ForcedRetention: the shortest forcedRetention allowed."
     )
@@ -81,20 +90,38 @@ class Credentials(Model):
 
 class KafkaClusterSpec(Model):
     bootstrap_servers: str = Field(pattern=BOOTSTRAP_PATTERN, description="host:port[,host:port...]")
-    credentials: Credentials | None = None
-    access: list[Grant] = Field(default_factory=list, max_length=64)
+    credentials: Credentials | None = Field(
+        default=None, description="How the operator authenticates (absent: no client properties)."
+    )
+    analysis_credentials: Credentials | None = Field(
+        default=None,
+        description="A read-only credential for RetentionPolicy analysis runs (DESCRIBE on topics, "
+        "groups and the cluster, DESCRIBE_CONFIGS on topics; READ on __consumer_offsets for "
+        "offsetsSource ConsumerOffsetsTopic): every run on this cluster gets it instead of "
+        "credentials, and runs with a tenant's serviceAccount need it.",
+    )
+    access: list[Grant] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Grants: which namespaces may act on which topics, with which options. A namespace no "
+        "grant admits may do nothing here.",
+    )
 
 
 class Usage(Observed):
-    namespace: str
-    objects: int = 0
+    namespace: str = Field(description="A namespace whose objects name this KafkaCluster.")
+    objects: int = Field(default=0, description="How many of its objects do.")
 
 
 class KafkaClusterStatus(Status):
-    cluster_id: str | None = None
-    brokers: int | None = None
-    used_by: list[Usage] = Field(default_factory=list, max_length=256)
-    last_checked: str | None = None
+    cluster_id: str | None = Field(
+        default=None, description="The id DescribeCluster answered: the cluster's identity."
+    )
+    brokers: int | None = Field(default=None, description="Brokers the cluster's metadata lists.")
+    used_by: list[Usage] = Field(
+        default_factory=list, max_length=256, description="The namespaces whose objects name it."
+    )
+    last_checked: str | None = Field(default=None, description="When the cluster was last described.")
 
 
 CRD = CrdInfo(
@@ -104,10 +131,12 @@ CRD = CrdInfo(
     spec=KafkaClusterSpec,
     status=KafkaClusterStatus,
     scope="Cluster",
+    categories=("ebb-admin",),
     columns=(
         PrinterColumn("Bootstrap", "string", ".spec.bootstrapServers"),
         PrinterColumn("Cluster ID", "string", ".status.clusterId"),
         ready_column(),
         age_column(),
+        *condition_columns(),
     ),
 )

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ebb_operator.models.common import Observed
 
 
 class HoldReason(StrEnum):
-    """Why a partition keeps its data (DESIGN.md section 4, safety rules: fail closed)."""
+    """Why a partition keeps its data: anything unknown holds it (docs/analysis.md, the decision)."""
 
     NO_COMMIT = "NoCommit"  # a counted group has no committed offset for the partition
     OFFSET_OUT_OF_RANGE = "OffsetOutOfRange"  # committed offset outside [logStart, highWatermark]
@@ -47,25 +47,29 @@ class LimitingGroup(Observed):
     group that holds a partition whole (no commit, an out-of-range commit, an outsider of an exclusive
     policy); its lag is then everything the partition retains."""
 
-    group: str
+    group: str = Field(description="The consumer group.")
     partitions: int = Field(default=0, description="Partitions of the topic whose cut this group sets.")
     lag_records: int = Field(default=0, description="Records it has not read on those partitions.")
     lag_bytes: int = Field(default=0, description="Estimated bytes of those records: what it holds on disk.")
 
 
 class HeldPartition(Observed):
-    partition: int
-    reason: HoldReason
-    blocking_groups: list[str] = Field(default_factory=list, max_length=20)
+    partition: int = Field(description="The partition number.")
+    reason: HoldReason = Field(description="Why it keeps its data.")
+    blocking_groups: list[str] = Field(
+        default_factory=list, max_length=20, description="The groups holding it (at most 20)."
+    )
     blocking_count: int = Field(default=0, description="Groups behind it (blockingGroups lists at most 20).")
 
 
 class TopicPlan(Observed):
-    topic: str
-    partitions: int = 0
-    deletable_records: int = 0
-    reclaimable_bytes: int = 0
-    held: list[HeldPartition] = Field(default_factory=list, max_length=100)
+    topic: str = Field(description="The topic.")
+    partitions: int = Field(default=0, description="Its partitions.")
+    deletable_records: int = Field(default=0, description="Records the plan deletes.")
+    reclaimable_bytes: int = Field(default=0, description="Estimated bytes the plan frees.")
+    held: list[HeldPartition] = Field(
+        default_factory=list, max_length=100, description="Partitions that keep their data, and why."
+    )
     held_count: int = Field(default=0, description="Held partitions of the topic (held lists at most 100).")
     limiting: list[LimitingGroup] = Field(
         default_factory=list, max_length=10, description="The groups limiting the cut, most lag first."
@@ -74,8 +78,26 @@ class TopicPlan(Observed):
 
 
 class PlanSummary(Observed):
-    topics: int = 0
-    partitions: int = 0
-    deletable_records: int = 0
-    reclaimable_bytes: int = 0
-    held_partitions: int = 0
+    topics: int = Field(default=0, description="Topics matched.")
+    partitions: int = Field(default=0, description="Their partitions.")
+    deletable_records: int = Field(default=0, description="Records the plan deletes.")
+    reclaimable_bytes: int = Field(default=0, description="Estimated bytes the plan frees.")
+    reclaimable: str | None = Field(
+        default=None, description="reclaimableBytes for humans (IEC units: KiB, MiB, GiB, ...)."
+    )
+    held_partitions: int = Field(default=0, description="Partitions held back (by a group or a rule).")
+
+    @model_validator(mode="after")
+    def _human(self) -> PlanSummary:
+        self.reclaimable = human_bytes(self.reclaimable_bytes)
+        return self
+
+
+def human_bytes(count: int) -> str:
+    """1536 -> "1.5 KiB": the unit kubectl users read disk sizes in."""
+    value, unit = float(count), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(value) < 1024 or unit == "PiB":
+            break
+        value /= 1024
+    return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
-from ebb_operator.models.cel import duration_at_least
+from ebb_operator.models.cel import duration_at_least, duration_minimum
 from ebb_operator.models.common import (
     ONE_CLUSTER_RULE,
     ClusterRef,
@@ -17,14 +18,31 @@ from ebb_operator.models.common import (
     Observed,
     Status,
     TopicSelector,
+    cel_rules,
+    parse_duration,
     validated,
 )
-from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, ready_column
+from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, condition_columns, ready_column
 from ebb_operator.models.plan import PlanSummary, TopicPlan
+
+# The shortest schedule.interval: a run reads every counted group's commits and the partitions' state,
+# and a failed run is retried with a backoff capped at the interval, so 0s would run back to back.
+MIN_INTERVAL = "1m"
+_WHY_MIN_INTERVAL = "the shortest time between runs"
+
+
+def _at_least_min_interval(text: str) -> str:
+    if parse_duration(text) < parse_duration(MIN_INTERVAL):
+        raise ValueError(f"shorter than the minimum {MIN_INTERVAL} ({_WHY_MIN_INTERVAL})")
+    return text
 
 
 class Schedule(Model):
-    interval: Duration = Field(default="1h", description="Time between analysis runs.")
+    interval: Annotated[Duration, AfterValidator(_at_least_min_interval)] = Field(
+        default="1h",
+        description=f"Time between analysis runs (at least {MIN_INTERVAL}).",
+        json_schema_extra=cel_rules(duration_minimum(MIN_INTERVAL, _WHY_MIN_INTERVAL)),
+    )
 
 
 class Engine(StrEnum):
@@ -33,16 +51,25 @@ class Engine(StrEnum):
 
 
 class SparkPod(Model):
-    cores: int = Field(default=1, ge=1)
-    memory: str = Field(default="1g", pattern=r"^[0-9]+[kmgt]?$")
+    cores: int = Field(default=1, ge=1, description="CPU cores.")
+    memory: str = Field(default="1g", pattern=r"^[0-9]+[kmgt]?$", description="Memory, as Spark writes it.")
     instances: int | None = Field(default=None, ge=1, description="Executors only.")
 
 
 class SparkApplicationSpec(Model):
-    image: str | None = Field(default=None, description="Defaults to the operator image.")
-    service_account: str | None = None
-    driver: SparkPod | None = None
-    executor: SparkPod | None = None
+    image: str | None = Field(
+        default=None,
+        description="Refused: runs share the operator's jobs namespace, where only the operator's own "
+        "image runs (a tenant's code there could reach other runs' objects). Leave unset.",
+    )
+    service_account: str | None = Field(
+        default=None,
+        description="A ServiceAccount of the operator's jobs namespace for the driver and executors, "
+        "instead of the operator's. Needs SparkOverrides in the grant and a KafkaCluster with "
+        "analysisCredentials: such a run gets only those.",
+    )
+    driver: SparkPod | None = Field(default=None, description="The driver pod's resources.")
+    executor: SparkPod | None = Field(default=None, description="The executor pods' resources.")
 
 
 class OffsetsSource(StrEnum):
@@ -51,13 +78,18 @@ class OffsetsSource(StrEnum):
 
 
 class Analysis(Model):
-    engine: Engine = Field(default=Engine.LOCAL)
+    engine: Engine = Field(
+        default=Engine.LOCAL,
+        description="Local (PySpark local[*] in the operator) or SparkApplication (the Spark operator).",
+    )
     offsets_source: OffsetsSource = Field(
         default=OffsetsSource.ADMIN_API,
         description="Where committed offsets come from: AdminAPI (needs DESCRIBE on groups) or "
         "ConsumerOffsetsTopic (needs READ on __consumer_offsets, which managed services often refuse).",
     )
-    spark_application: SparkApplicationSpec | None = None
+    spark_application: SparkApplicationSpec | None = Field(
+        default=None, description="With engine SparkApplication: how the application runs."
+    )
 
 
 class RetentionPolicySpec(Model):
@@ -79,11 +111,15 @@ class RetentionPolicySpec(Model):
         description="Data must be consumed by every counted group AND older than this."
     )
     forced_retention: Duration | None = Field(default=None, description="Applied as retention.ms.")
-    schedule: Schedule = Field(default_factory=Schedule)
-    analysis: Analysis = Field(default_factory=Analysis)
-    dry_run: bool = False
-    suspend: bool = False
-    history_limit: int = Field(default=3, ge=0, le=100)
+    schedule: Schedule = Field(default_factory=Schedule, description="When runs happen.")
+    analysis: Analysis = Field(default_factory=Analysis, description="How a run's analysis is computed.")
+    dry_run: bool = Field(
+        default=False, description="Report what runs would delete and set, change nothing anywhere."
+    )
+    suspend: bool = Field(default=False, description="No runs while true.")
+    history_limit: int = Field(
+        default=3, ge=0, le=100, description="How many of its finished DeleteRecords the policy keeps."
+    )
 
 
 class RunOutcome(StrEnum):
@@ -94,15 +130,41 @@ class RunOutcome(StrEnum):
     FAILED = "Failed"
 
 
+class RunProgress(Observed):
+    """Where a SparkApplication run is: the Spark operator's state and the driver's own report."""
+
+    state: str | None = Field(
+        default=None, description="The SparkApplication's applicationState (SUBMITTED, RUNNING, ...)."
+    )
+    executors: int | None = Field(default=None, description="Executor pods running, per the Spark operator.")
+    stage: str | None = Field(
+        default=None, description="What the analysis job is doing, as its driver reports it."
+    )
+    tasks_done: int | None = Field(
+        default=None, description="Spark tasks finished, over the stages started so far (the driver's)."
+    )
+    tasks_total: int | None = Field(default=None, description="Spark tasks of the stages started so far.")
+
+
 class LastRun(Observed):
-    id: str
-    started_at: str | None = None
-    completed_at: str | None = None
-    engine: Engine
-    spark_application: str | None = None
-    delete_records: str | None = None
-    outcome: RunOutcome | None = None
-    message: str = ""
+    id: str = Field(description="The run's id (its start time, UTC).")
+    started_at: str | None = Field(default=None, description="When the run started.")
+    completed_at: str | None = Field(default=None, description="When the run ended.")
+    engine: Engine = Field(description="The analysis engine it ran with.")
+    spark_application: str | None = Field(default=None, description="Its SparkApplication, if any.")
+    spark_application_namespace: str | None = Field(
+        default=None,
+        description="Where the run's SparkApplication runs: the operator's jobs namespace, not the "
+        "policy's (its request holds the cluster's credentials).",
+    )
+    progress: RunProgress | None = Field(
+        default=None, description="A SparkApplication run's progress, updated while it runs."
+    )
+    delete_records: str | None = Field(default=None, description="The DeleteRecords it created, if any.")
+    outcome: RunOutcome | None = Field(
+        default=None, description="Running, Succeeded, NothingToDelete, Held or Failed."
+    )
+    message: str = Field(default="", description="What the run did, or why it failed.")
 
 
 class RetentionPolicyStatus(Status):
@@ -118,8 +180,10 @@ class RetentionPolicyStatus(Status):
     plan_run: str | None = Field(
         default=None, description="The run whose plan summary and topics show (the last completed one)."
     )
-    summary: PlanSummary | None = None
-    topics: list[TopicPlan] = Field(default_factory=list, max_length=100)
+    summary: PlanSummary | None = Field(default=None, description="The plan of planRun, in totals.")
+    topics: list[TopicPlan] = Field(
+        default_factory=list, max_length=100, description="The plan of planRun, per topic (at most 100)."
+    )
     topic_count: int | None = Field(
         default=None, description="Topics in the plan (topics lists at most 100)."
     )
@@ -133,11 +197,11 @@ CRD = CrdInfo(
     status=RetentionPolicyStatus,
     columns=(
         PrinterColumn("Topics", "integer", ".status.summary.topics", "Topics matched"),
-        PrinterColumn(
-            "Reclaimable", "integer", ".status.summary.reclaimableBytes", "Bytes the last plan frees"
-        ),
+        PrinterColumn("Reclaimable", "string", ".status.summary.reclaimable", "What the last plan frees"),
+        PrinterColumn("Held", "integer", ".status.summary.heldPartitions", "Partitions held back"),
         PrinterColumn("Last Run", "date", ".status.lastRun.completedAt"),
         ready_column(),
         age_column(),
+        *condition_columns(),
     ),
 )

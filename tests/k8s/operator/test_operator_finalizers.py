@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import yaml
 
+from harness.bounded import wait_until
 from harness.ebb_broker import EbbBroker
 from tests.e2e.operator.operator_kafka import create_topic, unique
 from tests.k8s.operator.operator_k8s import Objects, OperatorProcess, ready
-from tests.k8s.operator.test_operator_compaction_config import _configs, _is_ready, _set, _until
+from tests.k8s.operator.test_operator_compaction_config import _configs, _is_ready, _set
 
 LAG = "min.compaction.lag.ms"
 
@@ -47,7 +48,7 @@ def test_no_finalizer_and_a_deleted_configs_resync_stops(
     # run at least once (same interval) and put the lag back.
     for _ in range(2):
         _set(bootstrap, kept, LAG, "5")
-        _until(lambda: _configs(bootstrap, kept)[LAG] == "3600000")
+        wait_until("the kept config's correction", lambda: _configs(bootstrap, kept)[LAG] == "3600000", 30)
     assert _configs(bootstrap, gone)[LAG] == "5", "the deleted CompactionConfig still corrects its topic"
 
 
@@ -68,7 +69,7 @@ def test_a_deleted_policys_runner_is_cancelled(
     objects.cp.kubectl("delete", "-n", objects.namespace, "retentionpolicy", "idle", "--timeout=20s")
     # The only policy this operator serves: kopf logs when its daemon ends.
     stopped = "Daemon 'retentionpolicy-runner' has exited on request"
-    _until(lambda: stopped in ebb_operator.log.read_text(errors="replace"))
+    wait_until("the runner's end", lambda: stopped in ebb_operator.log.read_text(errors="replace"), 30)
 
 
 def test_an_earlier_versions_finalizer_is_taken_off(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from ebb_operator.access import Access, Forbidden, access_for
 from ebb_operator.models.compaction_config import CompactionConfigSpec
 from ebb_operator.models.delete_records import DeleteRecordsSpec
-from ebb_operator.models.kafka_cluster import KafkaClusterSpec, Permission
+from ebb_operator.models.kafka_cluster import Credentials, KafkaClusterSpec, Permission
 from ebb_operator.models.retention_policy import RetentionPolicySpec
 
 CLUSTER = KafkaClusterSpec.model_validate(
@@ -40,6 +41,8 @@ def _rp(**extra: Any) -> RetentionPolicySpec:
 def test_a_namespace_without_a_grant_is_forbidden_by_name() -> None:
     with pytest.raises(Forbidden, match="namespace team-b has no grant on KafkaCluster shared"):
         access_for("shared", CLUSTER, "team-b", {})
+    with pytest.raises(Forbidden, match=r"^spec.clusterRef.name 'shared': namespace team-b has no grant"):
+        access_for("shared", CLUSTER, "team-b", {}, "spec.clusterRef.name")
 
 
 def test_grants_add_up_by_name_and_by_label() -> None:
@@ -50,23 +53,64 @@ def test_grants_add_up_by_name_and_by_label() -> None:
     assert access.forced_retention_minimum_ms == 86_400_000
 
 
-def test_delete_records_outside_the_topics_or_with_guard_none_is_refused() -> None:
+def test_delete_records_outside_the_topics_or_with_guard_none_is_refused_naming_field_and_rule() -> None:
     access = access_for("shared", CLUSTER, "team-a", {})
     access.check_delete_records(_dr())
-    with pytest.raises(Forbidden, match=r"guard None needs GuardNone in the grant of namespace team-a"):
+    with pytest.raises(
+        Forbidden,
+        match=r"^spec.guard 'None' needs GuardNone in the grant of namespace team-a on KafkaCluster shared "
+        r"\(spec.access\[\].allow\)$",
+    ):
         access.check_delete_records(_dr(guard="None"))
-    other = DeleteRecordsSpec.model_validate(
-        {"partitions": [{"topic": "billing", "partition": 0, "offset": 1}]}
-    )
-    with pytest.raises(Forbidden, match=r"spec.partitions reaches 1 topic\(s\) outside the topics granted"):
-        access.check_delete_records(other)
 
 
-def test_refusals_count_foreign_topics_but_never_name_them() -> None:
+def test_a_delete_records_refusal_names_the_topics_the_tenant_wrote() -> None:
     access = access_for("shared", CLUSTER, "team-a", {})
+    other = DeleteRecordsSpec.model_validate(
+        {"partitions": [{"topic": t, "partition": p, "offset": 1}
+                        for t, p in [("orders", 0), ("billing", 0), ("billing", 1), ("payroll", 0)]]}
+    )  # fmt: skip
     with pytest.raises(Forbidden) as err:
+        access.check_delete_records(other)
+    assert str(err.value) == (
+        "spec.partitions[1].topic 'billing' (and 1 more: payroll): outside the topics granted to namespace "
+        "team-a on KafkaCluster shared (orders.*; spec.access[].topics)"
+    )
+
+
+def test_refusals_count_topics_a_pattern_reached_but_never_name_them() -> None:
+    access = access_for("shared", CLUSTER, "team-a", {})
+    with pytest.raises(Forbidden, match=r"2 topic\(s\)") as err:
         access.check_topics(["orders", "billing-secret", "payroll"], "spec.topics")
-    assert "2 topic(s)" in str(err.value) and "payroll" not in str(err.value)
+    assert "payroll" not in str(err.value) and "billing" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("include", "refused"),
+    [
+        (["billing"], "spec.topics.include[0] 'billing'"),
+        (["orders-eu", r"billing\.eu"], "spec.topics.include[1] 'billing.eu'"),
+        (["billing.*"], None),  # a real pattern: checked against the topics it matches on the cluster
+        (["orders-eu"], None),
+    ],
+)
+def test_a_pattern_that_spells_out_one_topic_is_checked_before_the_topic_exists(
+    include: list[str], refused: str | None
+) -> None:
+    access = access_for("shared", CLUSTER, "team-a", {})
+    spec = _rp(topics={"include": include})
+    if refused is None:
+        access.check_retention_policy(spec)
+        return
+    with pytest.raises(Forbidden, match=rf"^{re.escape(refused)}: outside the topics granted"):
+        access.check_retention_policy(spec)
+    with pytest.raises(Forbidden, match=re.escape(refused)):  # the reconciler decides the same
+        access.check_retention_policy(spec, ["orders-eu"])
+
+
+def test_a_pattern_excluded_by_its_own_selector_names_nothing() -> None:
+    access = access_for("shared", CLUSTER, "team-a", {})
+    access.check_retention_policy(_rp(topics={"include": ["orders.*", "billing"], "exclude": ["billing"]}))
 
 
 def test_forced_retention_needs_the_grant_and_its_minimum() -> None:
@@ -75,19 +119,49 @@ def test_forced_retention_needs_the_grant_and_its_minimum() -> None:
     with pytest.raises(Forbidden, match="shorter than the 86400s forcedRetentionMinimum"):
         access.check_retention_policy(_rp(forcedRetention="2h"), ["orders"])
     trusted = access_for("shared", CLUSTER, "ops", {"tier": "trusted"})
-    with pytest.raises(Forbidden, match="forcedRetention needs ForcedRetention"):
+    with pytest.raises(Forbidden, match=r"spec.forcedRetention '2d' needs ForcedRetention"):
         trusted.check_retention_policy(_rp(forcedRetention="2d"), [])
 
 
-def test_spark_overrides_and_compaction_need_their_permissions() -> None:
+def test_compaction_needs_its_permission() -> None:
     access = access_for("shared", CLUSTER, "team-a", {})
-    own_image = _rp(analysis={"engine": "SparkApplication", "sparkApplication": {"image": "evil:1"}})
-    with pytest.raises(Forbidden, match="needs SparkOverrides"):
-        access.check_retention_policy(own_image, ["orders"])
-    access.check_retention_policy(_rp(analysis={"engine": "SparkApplication"}), ["orders"])  # defaults: fine
     cc = CompactionConfigSpec.model_validate({"topics": {"include": ["orders"]}})
     with pytest.raises(Forbidden, match="a CompactionConfig needs Compaction"):
         access.check_compaction(cc, ["orders"])
+
+
+def _spark(**app: str) -> RetentionPolicySpec:
+    return _rp(analysis={"engine": "SparkApplication", "sparkApplication": app})
+
+
+def test_a_tenant_service_account_runs_only_with_the_clusters_analysis_credential() -> None:
+    """SparkOverrides alone is not enough: the KafkaCluster must name a read-only analysis credential,
+    which is all such a run gets."""
+    access_for("shared", CLUSTER, "team-a", {}).check_retention_policy(_rp(), ["orders"])  # defaults: fine
+    with pytest.raises(
+        Forbidden, match=r"serviceAccount needs SparkOverrides in the grant of namespace team-a"
+    ):
+        access_for("shared", CLUSTER, "team-a", {}).check_retention_policy(_spark(serviceAccount="x"), [])
+    grant = {"namespaces": ["team-a"], "topics": ["orders.*"], "allow": ["SparkOverrides"]}
+    granted = KafkaClusterSpec.model_validate({"bootstrapServers": "kafka:9092", "access": [grant]})
+    with pytest.raises(
+        Forbidden, match=r"serviceAccount needs spec\.analysisCredentials on KafkaCluster shared: a run"
+    ):
+        access_for("shared", granted, "team-a", {}).check_retention_policy(_spark(serviceAccount="x"), [])
+    analysis = granted.model_copy(
+        update={"analysis_credentials": Credentials.model_validate({"secretRef": {"name": "describe-only"}})}
+    )
+    access_for("shared", analysis, "team-a", {}).check_retention_policy(_spark(serviceAccount="x"), [])
+
+
+@pytest.mark.parametrize("access", [access_for("shared", CLUSTER, "team-a", {}), Access.inline("solo")])
+def test_a_tenant_image_is_refused_whatever_the_grant(access: Access) -> None:
+    """The jobs namespace is shared by every tenant's runs: only the operator's own code runs there."""
+    with pytest.raises(Forbidden, match=r"sparkApplication\.image: SparkApplication runs use the operator's"):
+        access.check_retention_policy(_spark(image="evil:1"), ["orders"])
+    access.check_retention_policy(  # the engine Local ignores the field
+        _rp(analysis={"engine": "Local", "sparkApplication": {"image": "evil:1"}}), ["orders"]
+    )
 
 
 def test_only_granted_groups_may_be_left_out() -> None:

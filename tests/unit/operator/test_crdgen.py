@@ -27,10 +27,12 @@ def test_committed_crds_are_not_stale() -> None:
 
 
 def test_short_names_status_subresource_and_columns() -> None:
+    why = ["Reason", "Message"]  # at -o wide (priority 1), on every kind
     expected = {
-        "deleterecords": ("dr", ["Phase", "Partitions", "Deleted", "Age"]),
-        "compactionconfigs": ("cc", ["Topics", "Ready", "Age"]),
-        "retentionpolicies": ("rp", ["Topics", "Reclaimable", "Last Run", "Ready", "Age"]),
+        "deleterecords": ("dr", ["Phase", "Partitions", "Deleted", "Age", *why]),
+        "compactionconfigs": ("cc", ["Topics", "Ready", "Age", *why]),
+        "retentionpolicies": ("rp", ["Topics", "Reclaimable", "Held", "Last Run", "Ready", "Age", *why]),
+        "kafkaclusters": ("kc", ["Bootstrap", "Cluster ID", "Ready", "Age", *why]),
     }
     for plural, (short, columns) in expected.items():
         crd = _load(plural)
@@ -39,7 +41,50 @@ def test_short_names_status_subresource_and_columns() -> None:
         version = crd["spec"]["versions"][0]
         assert version["name"] == "v1alpha1"
         assert version["subresources"] == {"status": {}}
-        assert [c["name"] for c in version["additionalPrinterColumns"]] == columns
+        printed = version["additionalPrinterColumns"]
+        assert [c["name"] for c in printed] == columns
+        assert [c["name"] for c in printed if c.get("priority") == 1] == why
+    reclaimable = next(
+        c
+        for c in _load("retentionpolicies")["spec"]["versions"][0]["additionalPrinterColumns"]
+        if c["name"] == "Reclaimable"
+    )
+    assert (reclaimable["type"], reclaimable["jsonPath"]) == ("string", ".status.summary.reclaimable")
+
+
+def test_kubectl_get_ebb_lists_the_tenant_kinds_only() -> None:
+    """`kubectl get ebb` must work for a tenant bound to ebb-view, who may not read KafkaClusters."""
+    categories = {p: _load(p)["spec"]["names"]["categories"] for p in
+                  ("deleterecords", "compactionconfigs", "retentionpolicies", "kafkaclusters")}  # fmt: skip
+    assert categories == {
+        "deleterecords": ["ebb"],
+        "compactionconfigs": ["ebb"],
+        "retentionpolicies": ["ebb"],
+        "kafkaclusters": ["ebb-admin"],
+    }
+
+
+def _undescribed(node: dict, path: str) -> list[str]:
+    """Properties under `node` (objects, and objects in arrays) without a description."""
+    missing = []
+    for name, prop in (node.get("properties") or {}).items():
+        if not str(prop.get("description", "")).strip():
+            missing.append(f"{path}.{name}")
+        missing += _undescribed(prop, f"{path}.{name}")
+    if isinstance(node.get("items"), dict):
+        missing += _undescribed(node["items"], f"{path}[]")
+    return missing
+
+
+def test_every_spec_and_status_field_of_every_kind_has_a_description() -> None:
+    """What `kubectl explain` shows for every field."""
+    missing = []
+    for path in sorted(CRDS.glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+        for part in ("spec", "status"):
+            missing += _undescribed(schema[part], f"{crd['spec']['names']['kind']}.{part}")
+    assert missing == []
 
 
 def _walk(node: object) -> list[dict]:
@@ -87,9 +132,8 @@ def test_duration_pattern_in_crd_accepts_and_rejects_like_the_model() -> None:
         assert not pattern.match(bad)
 
 
-def test_committed_rbac_rules_are_not_stale() -> None:
-    from ebb_operator import rbac
-
-    for name, rules in rbac.FILES.items():
+def test_committed_chart_files_are_not_stale() -> None:
+    """The chart's RBAC rules and webhooks, generated from the operator."""
+    for name, text in crdgen.chart_files().items():
         path = CRDS.parent / "charts" / "ebb" / "files" / name
-        assert path.read_text() == rbac.rules_yaml(rules), f"{path} is stale: run `make crds`"
+        assert path.read_text() == text, f"{path} is stale: run `make crds`"

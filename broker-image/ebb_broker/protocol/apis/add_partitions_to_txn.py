@@ -24,8 +24,6 @@ from typing import Any
 
 from kafka.errors import OperationNotAttemptedError, UnknownTopicOrPartitionError
 
-from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC
-from ebb_broker.coordinator.transaction_records import TRANSACTION_STATE_TOPIC
 from ebb_broker.protocol.authz import (
     TOPIC,
     TOPIC_AUTHORIZATION_FAILED,
@@ -37,11 +35,10 @@ from ebb_broker.protocol.authz import (
 )
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
-from ebb_broker.protocol.topics import has_partition
+from ebb_broker.protocol.topics import INTERNAL_TOPICS, has_partition
 from ebb_broker.protocol.transactions import fenced_as, transaction_coordinator
 
 API_KEY = 24
-_INTERNAL = (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
 
 
 def _refused(
@@ -51,7 +48,7 @@ def _refused(
     its (non-internal) topic and its existence; any failure fails every partition."""
     if not allowed(ctx, Op.WRITE, TRANSACTIONAL_ID, transactional_id):
         return dict.fromkeys(wanted, TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    unwritable = denied(ctx, Op.WRITE, TOPIC, (t for t, _p in wanted)) | set(_INTERNAL)
+    unwritable = denied(ctx, Op.WRITE, TOPIC, (t for t, _p in wanted)) | INTERNAL_TOPICS
     topics = ctx.broker.logs.topics()
     errors = {
         tp: TOPIC_AUTHORIZATION_FAILED

@@ -14,6 +14,8 @@ Behaviour:
 - Needs ALTER_CONFIGS on the TOPIC (else TOPIC_AUTHORIZATION_FAILED), the GROUP (else
   GROUP_AUTHORIZATION_FAILED) or, for a broker, the CLUSTER (else CLUSTER_AUTHORIZATION_FAILED), per
   resource; nothing of it changes.
+- A resource the request repeats gets one INVALID_REQUEST answer ("Duplicate resource.", Kafka's
+  ControllerApis) and is not changed.
 
 Version notes:
 - v1: no change. v2: flexible.
@@ -24,9 +26,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from kafka.errors import InvalidRequestError
+
 from ebb_broker.protocol.alter import apply_topic_overrides, config_refusal
 from ebb_broker.protocol.authz import Op
 from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.duplicates import DUPLICATE_RESOURCE, once_each
 from ebb_broker.protocol.registry import register
 
 API_KEY = 33
@@ -40,8 +45,10 @@ def _replace_all(new: dict[str, str], old: dict[str, str], effective: dict[str, 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
     out = []
-    for res in request.resources:
-        refused = config_refusal(ctx, Op.ALTER_CONFIGS, res.resource_type, res.resource_name)
+    for res, repeated in once_each(request.resources, lambda r: (r.resource_type, r.resource_name)):
+        # A resource the request repeats: one answer, nothing changed (Kafka's ControllerApis).
+        refused = (InvalidRequestError.errno, DUPLICATE_RESOURCE) if repeated else None
+        refused = refused or config_refusal(ctx, Op.ALTER_CONFIGS, res.resource_type, res.resource_name)
         new = {c.name: c.value for c in res.configs}
         err, msg = refused or apply_topic_overrides(
             ctx.broker,

@@ -12,6 +12,8 @@ Behaviour:
   would lose every group's offsets or every transaction's state. Unknown topics get
   UNKNOWN_TOPIC_OR_PARTITION; deletion by topic id (v6) answers UNKNOWN_TOPIC_ID, since topic ids
   are not implemented.
+- A name the request repeats gets one INVALID_REQUEST answer ("Duplicate topic name.", Kafka's
+  ControllerApis) and is not deleted.
 
 Version notes:
 - v1: throttle time. v4: flexible. v5: error message. v6: topics by name or id.
@@ -29,6 +31,7 @@ from ebb_broker.coordinator.transaction_records import TRANSACTION_STATE_TOPIC
 from ebb_broker.log.errors import LogError
 from ebb_broker.protocol.authz import CLUSTER, TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import Broker, RequestContext
+from ebb_broker.protocol.duplicates import DUPLICATE_TOPIC, split_repeats
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
 
@@ -60,13 +63,17 @@ def _delete(broker: Broker, name: str | None) -> tuple[int, str | None]:
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
-    names = [t.name for t in request.topics] if ctx.api_version >= 6 else list(request.topic_names)
+    names, repeated = split_repeats(
+        [t.name for t in request.topics] if ctx.api_version >= 6 else list(request.topic_names)
+    )
     results = []
     # DELETE on the CLUSTER; else DESCRIBE and DELETE on each TOPIC (Kafka's ControllerApis).
     may_delete_any = allowed(ctx, Op.DELETE, CLUSTER)
     for name in names:
         msg: str | None
-        if name is not None and not may_delete_any and not allowed(ctx, Op.DESCRIBE, TOPIC, name):
+        if name is not None and name in repeated:  # Kafka's ControllerApis: one answer, nothing deleted
+            err, msg = InvalidRequestError.errno, DUPLICATE_TOPIC
+        elif name is not None and not may_delete_any and not allowed(ctx, Op.DESCRIBE, TOPIC, name):
             err, msg = TOPIC_AUTHORIZATION_FAILED, "DESCRIBE on the topic is not allowed"
         elif (
             name is not None

@@ -13,7 +13,8 @@ Behaviour:
   with Kafka's defaults (45000, 5000) for any group, read-only (Kafka lets them be altered and
   also lists its share- and streams-group configs).
 - Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, other resources INVALID_REQUEST, each in its own
-  result.
+  result. A resource the request repeats is answered once, with the keys its entries ask for
+  together (Kafka answers each repeat; each answer lists every config again).
 - Needs DESCRIBE_CONFIGS on the TOPIC (else TOPIC_AUTHORIZATION_FAILED), the GROUP (else
   GROUP_AUTHORIZATION_FAILED) or, for a broker, the CLUSTER (else CLUSTER_AUTHORIZATION_FAILED), per
   resource.
@@ -69,19 +70,30 @@ def _entries(broker: Broker, resource_type: int, name: str) -> tuple[int, str | 
     return InvalidRequestError.errno, f"resource type {resource_type} {name!r} unknown", []
 
 
+def _resources_once(resources: Any) -> dict[tuple[int, str], set[str] | None]:
+    """Each resource once (protocol/duplicates.py), with the keys its entries ask for together (None: all)."""
+    out: dict[tuple[int, str], set[str] | None] = {}
+    for res in resources:
+        key = (res.resource_type, res.resource_name)
+        keys = set(res.configuration_keys) if res.configuration_keys else None
+        if key not in out:
+            out[key] = keys
+        else:
+            before = out[key]
+            out[key] = None if before is None or keys is None else before | keys
+    return out
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
     R = cls.DescribeConfigsResult
     C = R.DescribeConfigsResourceResult
     results = []
-    for res in request.resources:
-        refused = config_refusal(ctx, Op.DESCRIBE_CONFIGS, res.resource_type, res.resource_name)
+    for (resource_type, resource_name), wanted in _resources_once(request.resources).items():
+        refused = config_refusal(ctx, Op.DESCRIBE_CONFIGS, resource_type, resource_name)
         err, msg, entries = (
-            (*refused, [])
-            if refused is not None
-            else _entries(ctx.broker, res.resource_type, res.resource_name)
+            (*refused, []) if refused is not None else _entries(ctx.broker, resource_type, resource_name)
         )
-        wanted = set(res.configuration_keys) if res.configuration_keys else None
         configs = [
             C(
                 name=e.name,
@@ -106,8 +118,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             R(
                 error_code=err,
                 error_message=msg,
-                resource_type=res.resource_type,
-                resource_name=res.resource_name,
+                resource_type=resource_type,
+                resource_name=resource_name,
                 configs=configs,
             )
         )

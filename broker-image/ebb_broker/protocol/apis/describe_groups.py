@@ -4,6 +4,7 @@ Behaviour:
 - State, protocol type, chosen protocol and members with their metadata and assignment.
 - An unknown group is described as Dead with error NONE (Kafka before v6).
 - Needs DESCRIBE on each GROUP (else GROUP_AUTHORIZATION_FAILED in its entry, which is kept).
+- A group the request repeats is described once (protocol/duplicates.py).
   Authorized operations are computed when requested (v3+), else -2147483648.
 
 Version notes:
@@ -34,7 +35,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     M = cls.DescribedGroup.DescribedGroupMember
     described = []
     want_ops = ctx.api_version >= 3 and request.include_authorized_operations
-    for group_id in request.groups:
+    for group_id in dict.fromkeys(request.groups):  # each group once (protocol/duplicates.py)
         if not allowed(ctx, Op.DESCRIBE, GROUP, group_id):
             described.append(
                 cls.DescribedGroup(

@@ -5,6 +5,8 @@ Behaviour:
   topics = all), offset lag 0 and no future replicas; v4 adds the file system's total and
   usable bytes. Needs DESCRIBE on the CLUSTER (else CLUSTER_AUTHORIZATION_FAILED at the top level
   and no results, as Kafka). The operator reads reclaimed bytes from it before and after DeleteRecords.
+- Each requested partition is answered once, however often the request names it (Kafka takes them as a
+  set).
 
 Version notes:
 - v1: no change. v2: flexible. v3: top-level error code. v4: total and usable bytes (KIP-827).
@@ -18,6 +20,7 @@ from typing import Any
 
 from ebb_broker.protocol.authz import CLUSTER, CLUSTER_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.duplicates import partitions_once
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import has_partition
 
@@ -36,9 +39,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if request.topics is None:
         wanted = {name: list(range(meta.partitions)) for name, meta in all_topics.items()}
     else:
+        named, _repeated = partitions_once(
+            request.topics, lambda t: t.topic, lambda t: t.partitions, lambda p: p
+        )
         wanted = {
-            t.topic: [p for p in t.partitions if has_partition(all_topics, t.topic, p)]
-            for t in request.topics
+            name: [p for p in partitions if has_partition(all_topics, name, p)]
+            for name, partitions in named.items()
         }
     topics = [
         T(

@@ -6,6 +6,7 @@ Behaviour:
   transaction (-1 when none). Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION.
 - Needs READ on each TOPIC (else its partitions TOPIC_AUTHORIZATION_FAILED), as Kafka's KafkaApis.
 - The coordinator epoch is the one of the last marker (-1 before any).
+- A partition the request repeats is answered once (protocol/duplicates.py).
 
 Version notes:
 - v0 only.
@@ -19,6 +20,7 @@ from kafka.errors import UnknownTopicOrPartitionError
 
 from ebb_broker.protocol.authz import TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, denied
 from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.duplicates import partitions_once
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import has_partition
 
@@ -32,15 +34,18 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     T = cls.TopicResponse
     P = T.PartitionResponse
     S = P.ProducerState
-    unreadable = denied(ctx, Op.READ, TOPIC, (t.name for t in request.topics))
+    wanted, _repeated = partitions_once(
+        request.topics, lambda t: t.name, lambda t: t.partition_indexes, lambda p: p
+    )
+    unreadable = denied(ctx, Op.READ, TOPIC, wanted)
     out = []
-    for t in request.topics:
+    for name, partitions in wanted.items():
         parts = []
-        for p in t.partition_indexes:
+        for p in partitions:
             refused = (
                 TOPIC_AUTHORIZATION_FAILED
-                if t.name in unreadable
-                else (0 if has_partition(topics, t.name, p) else UnknownTopicOrPartitionError.errno)
+                if name in unreadable
+                else (0 if has_partition(topics, name, p) else UnknownTopicOrPartitionError.errno)
             )
             if refused:
                 parts.append(
@@ -52,7 +57,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     )
                 )
                 continue
-            producers = logs.get_log(t.name, p).producers()
+            producers = logs.get_log(name, p).producers()
             parts.append(
                 P(
                     partition_index=p,
@@ -73,7 +78,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     ],
                 )
             )
-        out.append(T(name=t.name, partitions=parts))
+        out.append(T(name=name, partitions=parts))
     return ctx.response(throttle_time_ms=0, topics=out)
 
 

@@ -29,11 +29,14 @@ API_KEY = 26
 async def handle(ctx: RequestContext, request: Any) -> Any:
     if not allowed(ctx, Op.WRITE, TRANSACTIONAL_ID, request.transactional_id):
         return ctx.response(throttle_time_ms=0, error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    error = transaction_coordinator(ctx).end_txn(
+    coordinator = transaction_coordinator(ctx)
+    meta = coordinator.txns.get(request.transactional_id)
+    in_txn = set(meta.partitions) if meta is not None else set()
+    error = coordinator.end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, bool(request.committed)
     )
     if not error:
-        ctx.broker.appended.notify()  # markers move the last stable offset: wake read_committed fetches
+        ctx.broker.fetches.complete(in_txn)  # markers move the last stable offset: wake read_committed
     return ctx.response(throttle_time_ms=0, error_code=fenced_as(error, ctx.api_version, 2))
 
 

@@ -29,7 +29,7 @@ from ebb_broker.protocol.authz import (
 )
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
-from ebb_broker.protocol.transactions import transaction_coordinator
+from ebb_broker.protocol.transactions import with_state_topic
 
 API_KEY = 10
 _GROUP, _TRANSACTION = 0, 1
@@ -55,7 +55,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if request.key_type == _TRANSACTION:
         keys = request.coordinator_keys if ctx.api_version >= 4 else [request.key]
         if any(_refused(ctx, _TRANSACTION, key) is None for key in keys):
-            transaction_coordinator(ctx).ensure_topic()
+            await with_state_topic(ctx)
     if ctx.api_version >= 4:
         cls = ctx.response_class
         coordinators = []

@@ -2,7 +2,8 @@
 
 Behaviour:
 - Topic resources, operations SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) on the topic's
-  overrides (APPEND/SUBTRACT only for list configs: cleanup.policy), KIP-339. The result is
+  overrides (APPEND/SUBTRACT only for list configs: cleanup.policy, retention.commitoffset.groups),
+  KIP-339. The result is
   validated as a whole: a bad key or value answers INVALID_CONFIG and changes nothing.
 - Broker resources (this broker's id, or "" for the cluster-wide default, what `kafka-configs
   --entity-type brokers --entity-default` sends): the same operations on the dynamic broker configs
@@ -15,6 +16,8 @@ Behaviour:
 - Needs ALTER_CONFIGS on the TOPIC (else TOPIC_AUTHORIZATION_FAILED), the GROUP (else
   GROUP_AUTHORIZATION_FAILED) or, for a broker, the CLUSTER (else CLUSTER_AUTHORIZATION_FAILED), per
   resource; nothing of it changes.
+- A resource the request repeats gets one INVALID_REQUEST answer ("Duplicate resource.", Kafka's
+  ControllerApis) and is not changed.
 
 Version notes:
 - v1: flexible.
@@ -25,11 +28,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from kafka.errors import InvalidRequestError
+
 from ebb_broker.log.errors import InvalidConfigError
 from ebb_broker.protocol.alter import apply_topic_overrides, config_refusal
 from ebb_broker.protocol.authz import Op
 from ebb_broker.protocol.configs import LIST_KEYS
 from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.duplicates import DUPLICATE_RESOURCE, once_each
 from ebb_broker.protocol.registry import register
 
 API_KEY = 44
@@ -65,8 +71,10 @@ def _apply(
 async def handle(ctx: RequestContext, request: Any) -> Any:
     cls = ctx.response_class
     out = []
-    for res in request.resources:
-        refused = config_refusal(ctx, Op.ALTER_CONFIGS, res.resource_type, res.resource_name)
+    for res, repeated in once_each(request.resources, lambda r: (r.resource_type, r.resource_name)):
+        # A resource the request repeats: one answer, nothing changed (Kafka's ControllerApis).
+        refused = (InvalidRequestError.errno, DUPLICATE_RESOURCE) if repeated else None
+        refused = refused or config_refusal(ctx, Op.ALTER_CONFIGS, res.resource_type, res.resource_name)
         ops = [(c.name, c.config_operation, c.value) for c in res.configs]
         err, msg = refused or apply_topic_overrides(
             ctx.broker,

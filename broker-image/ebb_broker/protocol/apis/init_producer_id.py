@@ -33,7 +33,7 @@ from ebb_broker.protocol.authz import (
 )
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
-from ebb_broker.protocol.transactions import fenced_as, transaction_coordinator
+from ebb_broker.protocol.transactions import fenced_as, with_state_topic
 
 API_KEY = 22
 _MAX_EPOCH = 32767
@@ -56,7 +56,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return ctx.response(throttle_time_ms=0, error_code=refused, producer_id=-1, producer_epoch=-1)
     if request.transactional_id is not None:
         v3 = ctx.api_version >= 3
-        result = transaction_coordinator(ctx).init_producer_id(
+        txn = await with_state_topic(ctx)
+        result = txn.init_producer_id(
             request.transactional_id,
             request.transaction_timeout_ms,
             request.producer_id if v3 else -1,

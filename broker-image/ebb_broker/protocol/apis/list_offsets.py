@@ -9,6 +9,8 @@ Behaviour:
   and timestamp -1 when no record is that recent.
 - With isolation level read_committed (v2+), LATEST answers the last stable offset (KIP-98).
 - Errors are per partition. Needs DESCRIBE on each TOPIC (else TOPIC_AUTHORIZATION_FAILED).
+- A partition the request names more than once gets one answer, INVALID_REQUEST, as Kafka's
+  ReplicaManager answers its `duplicatePartitions`.
 
 Version notes:
 - v1: single offset and timestamp (v0's offset arrays are not advertised).
@@ -20,11 +22,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.errors import UnknownTopicOrPartitionError
+from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError
 
 from ebb_broker.log.errors import LogError
 from ebb_broker.protocol.authz import TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, denied
 from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.duplicates import partitions_once
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import has_partition
@@ -41,19 +44,24 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     T = cls.ListOffsetsTopicResponse
     P = T.ListOffsetsPartitionResponse
     read_committed = ctx.api_version >= 2 and request.isolation_level == READ_COMMITTED
-    hidden = denied(ctx, Op.DESCRIBE, TOPIC, (t.name for t in request.topics))
+    wanted, repeated = partitions_once(
+        request.topics, lambda t: t.name, lambda t: t.partitions, lambda p: p.partition_index
+    )
+    hidden = denied(ctx, Op.DESCRIBE, TOPIC, wanted)
     out = []
-    for t in request.topics:
+    for name, partitions in wanted.items():
         parts = []
-        for p in t.partitions:
+        for index, p in partitions.items():
             err, offset, ts = 0, -1, -1
-            if t.name in hidden:
+            if name in hidden:
                 err = TOPIC_AUTHORIZATION_FAILED
-            elif not has_partition(topics, t.name, p.partition_index):
+            elif (name, index) in repeated:  # Kafka's duplicatePartitions: one answer, nothing looked up
+                err = InvalidRequestError.errno
+            elif not has_partition(topics, name, index):
                 err = UnknownTopicOrPartitionError.errno
             else:
                 try:
-                    plog = logs.get_log(t.name, p.partition_index)
+                    plog = logs.get_log(name, index)
                     if read_committed and p.timestamp == LATEST:
                         offset, ts = plog.last_stable_offset, -1
                     else:
@@ -64,14 +72,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     err = error_code(exc)
             parts.append(
                 P(
-                    partition_index=p.partition_index,
+                    partition_index=index,
                     error_code=err,
                     timestamp=ts,
                     offset=offset,
                     leader_epoch=0 if found_ok(err, offset) else -1,
                 )
             )
-        out.append(T(name=t.name, partitions=parts))
+        out.append(T(name=name, partitions=parts))
     return ctx.response(throttle_time_ms=0, topics=out)
 
 

@@ -3,10 +3,15 @@
 Behaviour:
 - One broker, which leads every partition and is the controller (so admin clients send
   CreateTopics and friends here). Replicas and ISR are this broker; leader epoch 0.
-- Null topics (v1+) or an empty list at v0 list every topic; named topics that do not exist are
-  auto-created when auto.create.topics.enable is set and the request allows it (v4+; always
+- Null topics (v1+) or an empty list at v0 list every topic; named topics are answered once each,
+  however often the request repeats them (Kafka takes them as a set). Named topics that do not exist
+  are auto-created when auto.create.topics.enable is set and the request allows it (v4+; always
   before v4), otherwise UNKNOWN_TOPIC_OR_PARTITION. Illegal names get INVALID_TOPIC_EXCEPTION.
-- `__consumer_offsets` is reported as internal.
+- Auto-creation makes the request's missing topics in one batch (protocol/topics.py): all of them or,
+  past the partition budget, none (POLICY_VIOLATION each); the requesting client waits for the batch,
+  off the event loop. Internal topics are never auto-created (UNKNOWN_TOPIC_OR_PARTITION until their
+  coordinator makes them).
+- `__consumer_offsets` and `__transaction_state` are reported as internal.
 - Topic ids are the zero UUID (topic-id versions of other APIs are not advertised).
 - Authorization (Kafka's KafkaApis): DESCRIBE on each TOPIC; named topics the session may not
   describe answer TOPIC_AUTHORIZATION_FAILED, and a listing of every topic leaves them out
@@ -25,8 +30,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC
-from ebb_broker.coordinator.transaction_records import TRANSACTION_STATE_TOPIC
+from kafka.errors import InvalidTopicError, UnknownTopicOrPartitionError
+
+from ebb_broker.log.topic_names import invalid_reason
 from ebb_broker.protocol.authz import (
     CLUSTER,
     NOT_REQUESTED,
@@ -39,7 +45,7 @@ from ebb_broker.protocol.authz import (
 )
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
-from ebb_broker.protocol.topics import ensure_topic
+from ebb_broker.protocol.topics import INTERNAL_TOPICS, auto_create
 from ebb_broker.security.acl import CLUSTER_NAME
 
 API_KEY = 3
@@ -59,23 +65,27 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         names = sorted(set(existing) - denied(ctx, Op.DESCRIBE, TOPIC, existing))
         errors = dict.fromkeys(names, 0)
     else:
-        allow = request.allow_auto_topic_creation if v >= 4 else True
-        names = [t.name for t in request.topics]
+        # Each name once, whatever the request repeats (Kafka takes the names as a set): 2,000 repeats of
+        # a 1,000-partition topic once made a 52 MB answer.
+        names = list(dict.fromkeys(t.name for t in request.topics))
         hidden = denied(ctx, Op.DESCRIBE, TOPIC, names)
         errors = {n: TOPIC_AUTHORIZATION_FAILED for n in hidden}
-        may_create_any = allowed(ctx, Op.CREATE, CLUSTER)
-        for n in names:
-            if n in errors:
-                continue
-            if (
-                allow
-                and broker.config.auto_create_topics_enable
-                and n not in broker.logs.topics()
-                and not (may_create_any or allowed(ctx, Op.CREATE, TOPIC, n))
-            ):
-                errors[n] = TOPIC_AUTHORIZATION_FAILED  # may see it, may not create it
-            else:
-                errors[n] = ensure_topic(broker, n, allow_auto_create=allow)
+        existing = broker.logs.topics()
+        missing = [n for n in names if n not in errors and n not in existing]
+        errors.update(dict.fromkeys((n for n in names if n in existing and n not in errors), 0))
+        allow = request.allow_auto_topic_creation if v >= 4 else True
+        if allow and broker.config.auto_create_topics_enable:
+            may_create_any = allowed(ctx, Op.CREATE, CLUSTER)
+            uncreatable = set() if may_create_any else denied(ctx, Op.CREATE, TOPIC, missing)
+            errors.update(dict.fromkeys(uncreatable, TOPIC_AUTHORIZATION_FAILED))  # may see, not create
+            errors.update(await auto_create(broker, [n for n in missing if n not in uncreatable]))
+        else:
+            errors.update(
+                {
+                    n: InvalidTopicError.errno if invalid_reason(n) else UnknownTopicOrPartitionError.errno
+                    for n in missing
+                }
+            )
     topic_ops = v >= 8 and request.include_topic_authorized_operations
     cluster_ops = 8 <= v <= 10 and request.include_cluster_authorized_operations
     topics_meta = broker.logs.topics()
@@ -104,7 +114,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 error_code=err,
                 name=name,
                 topic_id=meta.topic_id if meta is not None and not err else None,
-                is_internal=name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC),
+                is_internal=name in INTERNAL_TOPICS,
                 partitions=parts,
                 authorized_operations=authorized_operations(ctx, TOPIC, name)
                 if topic_ops and not err

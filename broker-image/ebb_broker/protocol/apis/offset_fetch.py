@@ -4,6 +4,8 @@ Behaviour:
 - Null topics (v2+) return every committed offset of the group.
 - A partition without a commit answers offset -1, error NONE, as Kafka does.
 - v8+ batches several groups (KIP-709), each with its own error.
+- A group, topic or partition the request repeats is answered once (protocol/duplicates.py): a
+  group with 10 000 commits named 1,000 times would otherwise be answered 1,000 times.
 - Needs DESCRIBE on the GROUP (else GROUP_AUTHORIZATION_FAILED: per group from v8, the whole
   response before) and DESCRIBE on each named TOPIC (else its partitions TOPIC_AUTHORIZATION_FAILED,
   offset -1); with all topics, topics the session may not describe are left out silently.
@@ -37,6 +39,7 @@ from ebb_broker.protocol.authz import (
     denied,
 )
 from ebb_broker.protocol.context import RequestContext
+from ebb_broker.protocol.duplicates import partitions_once
 from ebb_broker.protocol.encoded import INT32, NO_TAGS, EncodedBody, compact_length, compact_string
 from ebb_broker.protocol.registry import register
 
@@ -65,13 +68,14 @@ def _answers(
             if rows is not None:
                 rows.append((partition, c.offset, c.leader_epoch, c.metadata, 0))
     else:
-        hidden = denied(ctx, Op.DESCRIBE, TOPIC, (t.name for t in topics))
-        for t in topics:
-            if t.name in hidden:
-                out[t.name] = [(p, -1, -1, "", TOPIC_AUTHORIZATION_FAILED) for p in t.partition_indexes]
+        wanted = _partitions_once(topics)
+        hidden = denied(ctx, Op.DESCRIBE, TOPIC, wanted)
+        for name, partitions in wanted.items():
+            if name in hidden:
+                out[name] = [(p, -1, -1, "", TOPIC_AUTHORIZATION_FAILED) for p in partitions]
                 continue
-            found = [(p, committed.get((t.name, p))) for p in t.partition_indexes]
-            out[t.name] = [
+            found = [(p, committed.get((name, p))) for p in partitions]
+            out[name] = [
                 (p, c.offset, c.leader_epoch, c.metadata, 0) if c else (p, -1, -1, "", 0) for p, c in found
             ]
     if require_stable and ctx.broker.groups.has_pending_txn_offset(group_id):
@@ -82,6 +86,26 @@ def _answers(
                 (r[0], -1, -1, "", unstable) if not r[4] and pending(group_id, (topic, r[0])) else r
                 for r in rows
             ]
+    return list(out.items())
+
+
+def _partitions_once(topics: Any) -> dict[str, list[int]]:
+    """The named partitions, each once (protocol/duplicates.py)."""
+    wanted, _repeated = partitions_once(topics, lambda t: t.name, lambda t: t.partition_indexes, lambda p: p)
+    return {name: list(partitions) for name, partitions in wanted.items()}
+
+
+def _groups_once(groups: Any) -> list[tuple[str, list[Any] | None]]:
+    """v8+: each group once; a group the request repeats is asked for what its entries ask together
+    (every topic if any entry asks for all)."""
+    out: dict[str, list[Any] | None] = {}
+    for g in groups:
+        if g.group_id not in out:
+            out[g.group_id] = None if g.topics is None else list(g.topics)
+        elif g.topics is None or out[g.group_id] is None:
+            out[g.group_id] = None
+        else:
+            out[g.group_id] += g.topics
     return list(out.items())
 
 
@@ -138,10 +162,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return EncodedBody(
             encode_groups(
                 [
-                    (g.group_id, GROUP_AUTHORIZATION_FAILED, [])
-                    if not allowed(ctx, Op.DESCRIBE, GROUP, g.group_id)
-                    else (g.group_id, 0, _answers(ctx, g.group_id, g.topics, request.require_stable))
-                    for g in request.groups
+                    (group_id, GROUP_AUTHORIZATION_FAILED, [])
+                    if not allowed(ctx, Op.DESCRIBE, GROUP, group_id)
+                    else (group_id, 0, _answers(ctx, group_id, topics, request.require_stable))
+                    for group_id, topics in _groups_once(request.groups)
                 ]
             ),
             flexible=True,
@@ -154,7 +178,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             error_code=GROUP_AUTHORIZATION_FAILED,
             topics=[
                 T(
-                    name=t.name,
+                    name=name,
                     partitions=[
                         T.OffsetFetchResponsePartition(
                             partition_index=p,
@@ -162,10 +186,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                             metadata="",
                             error_code=GROUP_AUTHORIZATION_FAILED,
                         )
-                        for p in t.partition_indexes
+                        for p in partitions
                     ],
                 )
-                for t in request.topics or []
+                for name, partitions in _partitions_once(request.topics or []).items()
             ]
             if ctx.api_version < 2
             else [],

@@ -4,8 +4,9 @@ Behaviour:
 - Carries one SASL token of the mechanism SaslHandshake chose (KIP-152) and answers the server's
   token; every successful step gets a response, the last one completes authentication and the
   connection's principal becomes `User:<user>`.
-- PLAIN and SCRAM-SHA-256/512 are checked against the SCRAM credential store (security/sasl.py,
-  security/credentials.py); PLAIN's PBKDF2 runs in a worker thread, off the event loop.
+- SCRAM-SHA-256/512 are checked against the SCRAM credential store; PLAIN against a fast salted
+  hash of the password of the users given one at start, the same work for an unknown user
+  (security/sasl.py, security/credentials.py).
 - A failure answers SASL_AUTHENTICATION_FAILED with Kafka's message (for SCRAM the same for an
   unknown user and a wrong password), after `connection.failed.authentication.delay.ms`, and
   closes the connection after the response.
@@ -26,7 +27,7 @@ from kafka.errors import IllegalSaslStateError, SaslAuthenticationFailedError
 
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
-from ebb_broker.security.sasl import PLAIN, SaslAuthenticationFailed
+from ebb_broker.security.sasl import SaslAuthenticationFailed
 
 API_KEY = 36
 log = logging.getLogger(__name__)
@@ -45,10 +46,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
     token = bytes(request.auth_bytes or b"")
     try:
-        if server.mechanism == PLAIN:
-            answer = await asyncio.to_thread(server.step, token)
-        else:
-            answer = server.step(token)
+        answer = server.step(token)
     except SaslAuthenticationFailed as exc:
         log.info(
             "authentication failed from %s on %s with %s",

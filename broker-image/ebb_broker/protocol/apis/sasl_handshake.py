@@ -5,8 +5,11 @@ Behaviour:
   SaslAuthenticate. The response lists the mechanisms enabled on this listener
   (`sasl.enabled.mechanisms`, or `listener.name.<l>.sasl.enabled.mechanisms`).
 - A mechanism not enabled answers UNSUPPORTED_SASL_MECHANISM and the connection is closed after
-  the response, as Kafka does. On a listener without SASL, or once the connection authenticated,
-  it answers ILLEGAL_SASL_STATE (re-authentication, KIP-368, is not served).
+  the response, as Kafka does. A second SaslHandshake while the exchange the first one began is
+  in progress answers ILLEGAL_SASL_STATE and closes the connection (Kafka's SaslServerAuthenticator:
+  only SaslAuthenticate may follow a handshake). On a listener without SASL, or once the connection
+  authenticated, it answers ILLEGAL_SASL_STATE and the connection stays open, as Kafka's KafkaApis
+  (re-authentication, KIP-368, is not served).
 - Before authentication a SASL connection may send only ApiVersions, SaslHandshake and
   SaslAuthenticate: anything else closes it (server.py).
 
@@ -32,6 +35,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     session = ctx.session
     enabled = list(session.sasl_mechanisms)
     if session.authenticated or session.sasl is not None:
+        session.close_after_response = not session.authenticated  # mid-exchange: the connection ends
         return ctx.response(error_code=IllegalSaslStateError.errno, mechanisms=enabled)
     if request.mechanism not in enabled:
         session.close_after_response = True

@@ -76,19 +76,19 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     may = allowed(ctx, Op.CLUSTER_ACTION, CLUSTER)
     topics = ctx.broker.logs.topics()
     results = []
-    wrote = False
+    wrote: list[tuple[str, int]] = []
     for marker in request.markers:
         out_topics = []
         for t in marker.topics:
             parts = []
             for p in t.partition_indexes:
                 err = _write(ctx, marker, t.name, p, topics) if may else CLUSTER_AUTHORIZATION_FAILED
-                wrote = wrote or err == 0
+                if err == 0:
+                    wrote.append((t.name, p))
                 parts.append(P(partition_index=p, error_code=err))
             out_topics.append(T(name=t.name, partitions=parts))
         results.append(M(producer_id=marker.producer_id, topics=out_topics))
-    if wrote:
-        ctx.broker.appended.notify()  # markers move the last stable offset: wake read_committed fetches
+    ctx.broker.fetches.complete(wrote)  # markers move the last stable offset: wake read_committed fetches
     return ctx.response(markers=results)
 
 

@@ -206,13 +206,13 @@ def test_transactional_offsets_count_only_once_committed(tc: TxnContext) -> None
     groups.txn_commit(group, p.producer_id, 0, tc.offset(group, 7))
     assert tc.ctx.committed(group) == {("t", 0): 3}
     assert groups.has_pending_txn_offset(group, ("t", 0))
-    assert groups.committed_snapshot().minimums == {("t", 0): 3}
+    assert groups.committed_snapshot([group]).by_group == {group: {("t", 0): 3}}
     tc.restart()  # still open after a restart
     groups = tc.ctx.coordinator
     assert tc.ctx.committed(group) == {("t", 0): 3} and groups.has_pending_txn_offset(group)
     assert tc.txn.end_txn(TXN, p.producer_id, 0, commit=True) == 0
     assert tc.ctx.committed(group) == {("t", 0): 7}
-    assert groups.committed_snapshot().minimums == {("t", 0): 7}
+    assert groups.committed_snapshot([group]).by_group == {group: {("t", 0): 7}}
     offsets_partition = groups.store.partition_for(group)
     assert tc.markers(OFFSETS_TOPIC, offsets_partition) == [(p.producer_id, 0, True)]
     # an aborted one never counts, before or after a restart
@@ -222,7 +222,7 @@ def test_transactional_offsets_count_only_once_committed(tc: TxnContext) -> None
     assert tc.ctx.committed(group) == {("t", 0): 7} and not groups.has_pending_txn_offset(group)
     tc.restart()
     assert tc.ctx.committed(group) == {("t", 0): 7}
-    assert tc.ctx.coordinator.committed_snapshot().minimums == {("t", 0): 7}
+    assert tc.ctx.coordinator.committed_snapshot([group]).by_group == {group: {("t", 0): 7}}
 
 
 def test_transactional_commit_checks_the_member_generation(tc: TxnContext) -> None:

@@ -66,3 +66,38 @@ def test_a_log_with_more_segments_than_descriptors_still_reads_and_writes(
     assert lg.log_end_offset == 20
     assert [v for _o, _k, v in read_all(lg)] == [f"value-{i:03d}".encode() * 10 for i in range(20)]
     lg.close()
+
+
+def test_a_held_file_outlives_close_until_released(tmp_path: Path) -> None:
+    """A fetch response holds its segment's descriptor: retention closing and deleting the segment
+    meanwhile leaves it readable until the response is written (released)."""
+    handles = FileHandles(4)
+    f = LazyFile(tmp_path / "segment", handles)
+    with f as fd:
+        os.pwrite(fd, b"records", 0)
+    held = f.hold()
+    assert held is not None and f.hold() == held  # the same descriptor, however often held
+    f.close()
+    (tmp_path / "segment").unlink()
+    assert os.pread(held, 7, 0) == b"records"
+    f.release()
+    assert os.pread(held, 7, 0) == b"records"  # one hold left
+    f.release()
+    assert handles.open_count == 0
+    with pytest.raises(OSError):
+        os.fstat(held)
+
+
+def test_held_files_take_at_most_half_the_capacity(tmp_path: Path) -> None:
+    handles = FileHandles(4)
+    files = [LazyFile(tmp_path / f"s{i}", handles) for i in range(3)]
+    for f in files:
+        with f:
+            pass
+    assert files[0].hold() is not None and files[1].hold() is not None
+    assert files[2].hold() is None  # the caller reads the bytes instead
+    assert files[0].hold() is not None  # already held: no new descriptor
+    assert handles.held_count == 2
+    for f in (files[0], files[0], files[1]):
+        f.release()
+    assert handles.held_count == 0 and files[2].hold() is not None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ebb_broker.log.retention import CommittedOffsets
@@ -11,9 +13,10 @@ ONE = len(batch(b"x" * 10, key=b"k"))
 HOUR = 3_600_000
 
 
-def _at(minimum: int) -> CommittedOffsets:
-    """What the coordinator hands the pass when the slowest group on t-0 committed `minimum`."""
-    return CommittedOffsets({("t", 0): minimum})
+def _at(minimum: int, *, other: int = 20) -> CommittedOffsets:
+    """What the coordinator hands the pass when the slower of the two counted groups on t-0 committed
+    `minimum` (the other one `other`)."""
+    return CommittedOffsets({"app": {("t", 0): minimum}, "audit": {("t", 0): other}})
 
 
 def _log(make_log, clock: Clock, commitoffset_ms: int = HOUR, **kw):  # type: ignore[no-untyped-def]
@@ -21,6 +24,7 @@ def _log(make_log, clock: Clock, commitoffset_ms: int = HOUR, **kw):  # type: ig
         segment_bytes=ONE * 5,
         retention_ms=kw.pop("retention_ms", 48 * HOUR),
         retention_commitoffset_ms=commitoffset_ms,
+        retention_commitoffset_groups=kw.pop("groups", "app,audit"),
         **kw,
     )
     for _ in range(20):  # segments [0,5) [5,10) [10,15) [15,20), two hours old
@@ -47,8 +51,34 @@ def test_unknown_offsets_skip_the_partition(make_log, clock: Clock) -> None:  # 
     assert result.segments == 0 and result.consumed_skipped
     result = lg.delete_old_segments(committed=None)  # no snapshot at all: fail closed
     assert result.segments == 0 and result.consumed_skipped
-    result = lg.delete_old_segments(committed=CommittedOffsets({("other", 0): 20}))  # nobody read t-0
+    nobody_read_t0 = CommittedOffsets({"app": {("other", 0): 20}, "audit": {("other", 0): 20}})
+    result = lg.delete_old_segments(committed=nobody_read_t0)
     assert result.segments == 0 and not result.consumed_skipped
+
+
+def test_every_named_group_must_have_committed(make_log, clock: Clock) -> None:  # type: ignore[no-untyped-def]
+    lg = _log(make_log, clock)
+    only_app = CommittedOffsets({"app": {("t", 0): 20}})  # audit never committed on t-0: read nothing
+    assert lg.delete_old_segments(committed=only_app).segments == 0
+    assert lg.delete_old_segments(committed=_at(12)).segments == 2
+
+
+def test_groups_not_named_never_count(make_log, clock: Clock, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Any principal with READ on some group may commit for it: only the topic's named groups count."""
+    lg = _log(make_log, clock)
+    strangers = CommittedOffsets({"reader": {("t", 0): 20}, "other": {("t", 0): 20}})
+    assert lg.delete_old_segments(committed=strangers).segments == 0
+    # consumed retention on, no group named: nothing goes
+    unnamed = _log(make_log, clock, groups="", directory=tmp_path / "unnamed")
+    assert unnamed.delete_old_segments(committed=_at(20)).segments == 0
+
+
+def test_a_commit_past_the_log_end_proves_nothing(make_log, clock: Clock) -> None:  # type: ignore[no-untyped-def]
+    """The commit path accepts any offset (as Kafka's): 2**63-1 from a client must not free the log."""
+    lg = _log(make_log, clock)
+    assert lg.delete_old_segments(committed=_at(2**63 - 1)).segments == 0
+    assert lg.delete_old_segments(committed=_at(12, other=21)).segments == 0  # the LEO is 20
+    assert lg.delete_old_segments(committed=_at(20, other=20)).segments == 4  # at the LEO: all read
 
 
 def test_young_data_is_kept_even_when_consumed(make_log, clock: Clock) -> None:  # type: ignore[no-untyped-def]
@@ -83,6 +113,10 @@ def test_log_manager_hands_the_snapshot_to_every_log(manager, clock: Clock) -> N
     for _ in range(10):
         lg.append(batch(b"x" * 10, key=b"k", ts=clock.now - 5000))
     report = mgr.run_retention(_at(5))
+    assert report.partitions[("t", 0)].by_reason == {}  # no group named: consumed retention frees nothing
+    mgr.alter_topic_config("t", {"retention.commitoffset.groups": "app,audit"})
+    assert mgr.consumed_retention_groups() == {"app", "audit"}
+    report = mgr.run_retention(_at(5, other=10))
     assert report.partitions[("t", 0)].by_reason == {"consumed": 1}
 
 
@@ -90,9 +124,10 @@ def test_a_snapshot_cannot_change_under_a_running_pass() -> None:
     """The event loop keeps committing while a pass runs in a worker thread: the pass must see the
     offsets as they were when it started, so the snapshot copies and freezes what it is given."""
     live = {("t", 0): 5}
-    snapshot = CommittedOffsets(live)
+    snapshot = CommittedOffsets({"app": live})
     live[("t", 0)] = 500  # a commit on the loop after the snapshot was taken
     live[("t", 1)] = 7
-    assert snapshot.minimum("t", 0) == 5 and snapshot.minimum("t", 1) is None
+    assert snapshot.consumed_up_to("t", 0, ["app"], 1000) == 5
+    assert snapshot.consumed_up_to("t", 1, ["app"], 1000) is None
     with pytest.raises(TypeError):
-        snapshot.minimums[("t", 0)] = 9  # type: ignore[index]
+        snapshot.by_group["app"][("t", 0)] = 9  # type: ignore[index]

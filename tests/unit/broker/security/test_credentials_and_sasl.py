@@ -1,4 +1,4 @@
-"""security.credentials and security.sasl: SCRAM as RFC 5802/7677 and Kafka define it; PLAIN on its store."""
+"""security.credentials and security.sasl: SCRAM as RFC 5802/7677 and Kafka define it; PLAIN users."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from scramp import ScramClient
 
+from ebb_broker.security import credentials
 from ebb_broker.security.credentials import (
     CredentialStore,
     Deletion,
@@ -69,14 +70,61 @@ def test_scram_exchange_and_failures_look_the_same(tmp_path: Path, mechanism: st
     )
 
 
-def test_plain_is_checked_against_the_scram_store(tmp_path: Path) -> None:
+def test_plain_users_are_the_users_given_a_password_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Kafka's PLAIN users are its JAAS `user_<name>` entries; a SCRAM-only user is refused PLAIN."""
     store = _store(tmp_path, parse_add_scram("SCRAM-SHA-512=[name=alice,iterations=8192,password=s3cret]"))
+    # An AlterUserScramCredentials-made credential carries no password: SCRAM only, as in Kafka.
+    salted = hi("SCRAM-SHA-256", b"b0b", SALT, 4096)
+    store.apply(
+        [Upsertion("bob", "SCRAM-SHA-256", credential_from_salted("SCRAM-SHA-256", SALT, salted, 4096))], []
+    )
+    # No PBKDF2 per attempt (what let unauthenticated clients burn the broker's CPU): a fast salted hash.
+    monkeypatch.setattr("hashlib.pbkdf2_hmac", lambda *a, **k: pytest.fail("PLAIN ran PBKDF2"))
     ok = PlainServer(store)
     assert ok.step(b"\0alice\0s3cret") == b"" and ok.user == "alice"
     assert PlainServer(store).step(b"alice\0alice\0s3cret") == b""
-    for bad in (b"\0alice\0nope", b"\0bob\0s3cret", b"carol\0alice\0s3cret", b"\0alice\0", b"garbage"):
-        with pytest.raises(SaslAuthenticationFailed):
+    for bad in (b"\0alice\0nope", b"\0bob\0b0b", b"\0carol\0s3cret", b"carol\0alice\0s3cret", b"\0alice\0"):
+        with pytest.raises(SaslAuthenticationFailed, match="Invalid username or password"):
             PlainServer(store).step(bad)
+    with pytest.raises(SaslAuthenticationFailed, match="PLAIN expects"):
+        PlainServer(store).step(b"garbage")
+
+
+def test_a_changed_credential_ends_plain_with_the_old_password(tmp_path: Path) -> None:
+    """kafka-configs changing alice's SCRAM password: PLAIN must not go on taking the start password."""
+    store = _store(
+        tmp_path,
+        parse_add_scram("SCRAM-SHA-256=[name=alice,password=x]"),
+        parse_add_scram("SCRAM-SHA-512=[name=alice,password=x]"),
+    )
+    salted = hi("SCRAM-SHA-512", b"new", SALT, 4096)
+    store.apply(
+        [Upsertion("alice", "SCRAM-SHA-512", credential_from_salted("SCRAM-SHA-512", SALT, salted, 4096))], []
+    )
+    assert store.verify_password("alice", "x")  # SCRAM-SHA-256 still holds the start password
+    store.apply([], [Deletion("alice", "SCRAM-SHA-256")])
+    assert not store.verify_password("alice", "x")
+
+
+def test_known_and_unknown_plain_users_cost_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same HMACs for a known user, an unknown one and a SCRAM-only one: the answer's timing tells
+    nothing of who exists."""
+    store = _store(tmp_path, parse_add_scram("SCRAM-SHA-256=[name=alice,password=s3cret]"))
+    salted = hi("SCRAM-SHA-512", b"b0b", SALT, 4096)
+    store.apply(
+        [Upsertion("bob", "SCRAM-SHA-512", credential_from_salted("SCRAM-SHA-512", SALT, salted, 4096))], []
+    )
+    calls: list[str] = []
+    real = credentials._plain_digest
+    monkeypatch.setattr(credentials, "_plain_digest", lambda salt, pw: calls.append(pw) or real(salt, pw))
+    work = []
+    for user in ("alice", "bob", "mallory"):
+        calls.clear()
+        store.verify_password(user, "guess")
+        work.append(len(calls))
+    assert work == [2, 2, 2]
 
 
 def test_store_persists_privately_and_applies_batches(tmp_path: Path) -> None:
@@ -91,7 +139,8 @@ def test_store_persists_privately_and_applies_batches(tmp_path: Path) -> None:
     store.apply([], [Deletion("alice", "SCRAM-SHA-256")])
     again = CredentialStore(tmp_path)
     assert again.users() == {"alice": {"SCRAM-SHA-512": 16384}}
-    assert again.verify_password("alice", "x")
+    assert store.verify_password("alice", "x")
+    assert not again.verify_password("alice", "x")  # PLAIN verifiers live in memory: set at each start
 
 
 @pytest.mark.parametrize(
