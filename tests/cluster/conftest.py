@@ -245,8 +245,22 @@ def release(first_install: Release, published: Published, say: Say) -> Release:
     """This tree's release, upgraded to from the previous one (test_upgrade has done it, under load)."""
     if first_install.chart_version() != published.head.version:
         seconds = helm_from_registry(first_install.cluster, "upgrade", published.head)
+        wait_for_broker_name(first_install)
         say(f"helm upgrade to {published.head.version}: {seconds:.1f} s")
     return first_install
+
+
+def wait_for_broker_name(rel: Release) -> None:
+    """Until the broker's advertised name resolves, in the toolbox, to the pod the upgrade restarted it as:
+    CoreDNS answers the old pod's address from its cache for up to 30 s, and a client connecting there
+    meanwhile fails (EHOSTUNREACH)."""
+    name = f"ebb-broker-0.ebb-broker-headless.{NAMESPACE}.svc.cluster.local"
+
+    def resolved() -> bool:
+        found = rel.kubectl("exec", TOOLBOX, "--", "getent", "hosts", name, check=False).stdout.split()
+        return bool(found) and found[0] == rel.get("pod", "ebb-broker-0")["status"].get("podIP")
+
+    wait_until(f"{name} to resolve to the broker pod's address", resolved, 60)
 
 
 def start_toolbox(rel: Release, say: Say) -> Release:
