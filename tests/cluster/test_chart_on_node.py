@@ -31,11 +31,13 @@ def test_installed_from_the_registry_with_images_pulled_by_containerd(
     assert release.chart_version() == published.head.version
     assert published.head.chart == f"oci://{registry.host}/charts/ebb"
     for component in ("operator", "broker"):
-        pod = _pod(release, f"app.kubernetes.io/component={component}")
-        # By digest: the chart pushed with the images names them so.
-        assert pod["spec"]["containers"][0]["image"] == published.head.images[component]
-        (status,) = pod["status"]["containerStatuses"]
-        assert status["imageID"].endswith(published.head.digests[component]), status
+        pods = _pods(release, f"app.kubernetes.io/component={component}")
+        assert pods, component
+        for pod in pods:  # the operator's replicas, the broker
+            # By digest: the chart pushed with the images names them so.
+            assert pod["spec"]["containers"][0]["image"] == published.head.images[component]
+            (status,) = pod["status"]["containerStatuses"]
+            assert status["imageID"].endswith(published.head.digests[component]), status
     # containerd fetched them from the registry (its hosts.toml): its requests are in the access log.
     pulled = registry.requests_by("containerd/")
     for component in ("operator", "broker"):
