@@ -103,7 +103,7 @@ class DeleteRecordsSeries:
             self._stop.wait(3)
 
 
-def test_upgrade_rollback_and_upgrade_keep_every_record_and_object(
+def test_upgrade_rollback_and_roll_forward_keep_every_record_and_object(
     first_install: Release, published: Published, say: Say
 ) -> None:
     rel = first_install
