@@ -81,7 +81,15 @@ class StatusWriter(Generic[S]):
             self.generation,
         )
         self.status.observed_generation = self.generation
-        await asyncio.to_thread(kube.patch_status, self.ref, self._render(self.status))
+        try:
+            await asyncio.to_thread(kube.patch_status, self.ref, self._render(self.status))
+        except kube.NotFoundError as exc:
+            if not exc.object_missing:
+                raise  # its CRD is being updated: kopf retries
+            # Deleted while it was being handled: nothing more is done for it (a DeleteRecords whose plan
+            # cannot be recorded deletes nothing), and kopf does not retry.
+            gone = f"{self.kind} {self.ref.namespace}/{self.ref.name} was deleted"
+            raise kopf.PermanentError(gone) from None
 
     def _said(self, reason: Reason) -> bool:
         """Was this failure already posted for this generation (by this process, or as the Ready condition
