@@ -235,6 +235,11 @@ class KafkaServer:
         host = str(addr[0])
         metrics = self.broker.metrics
         conn: Connection | None = None
+        # Kafka's Acceptor sets TCP_NODELAY on every accepted socket. asyncio sets it only where the
+        # socket's proto is IPPROTO_TCP, and socket.create_server's (so accept's) is 0: without it the
+        # records a Fetch response sends after its header wait for the client's delayed ACK (40 ms).
+        with contextlib.suppress(OSError):  # already reset by the client: the read below ends it
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             reader = asyncio.StreamReader(limit=1 << 20)
             protocol = asyncio.StreamReaderProtocol(reader)
