@@ -1,4 +1,8 @@
-"""Bounded waits for client calls that can block in C, where no Python timeout reaches them.
+"""Bounded waits: for a condition a test polls, and for client calls that can block in C.
+
+`wait_until` is how a test waits for something it cannot be told about (an object's status, a broker's
+metric, a process gone): it polls and fails with what it waited for, and the last thing it saw, once its
+bound has passed. Where something can be told (a thread, a callback), tests wait on an Event instead.
 
 librdkafka's `Consumer.close()` leaves the group and waits for the rebalance to finish inside C; when
 the coordinator never answers (or a rebalance callback is stuck) it blocks without a bound, and a
@@ -44,14 +48,37 @@ def close_within(client: Closeable, seconds: float = 20.0, *, what: str = "clien
         raise errors[0]
 
 
-def until(what: str, check: Callable[[], T | None], timeout: float = 30.0, interval: float = 0.05) -> T:
-    """Poll ``check`` until it returns something truthy, and return that; TimeoutError naming ``what``
-    after ``timeout`` seconds (for events a test can only observe by asking: a metric, a file)."""
-    deadline = time.monotonic() + timeout
+class WaitTimeout(AssertionError):
+    """A condition a test waited for did not come within its bound (an assertion: the test fails)."""
+
+
+def wait_until(
+    what: str,
+    check: Callable[[], T],
+    timeout: float,
+    *,
+    until: Callable[[T], object] = bool,
+    interval: float = 0.2,
+    detail: Callable[[T], object] = repr,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], object] = time.sleep,
+) -> T:
+    """Call `check` every `interval` seconds until `until` holds for what it returns (by default: until
+    it returns a true value), and return that value.
+
+    After `timeout` seconds, WaitTimeout says `what` was waited for and shows the last value `check`
+    returned, through `detail` (an object's YAML, say)."""
+    deadline = clock() + timeout
     while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"not {what} after {timeout:.0f} s (last: {got!r})")
-        time.sleep(interval)
+        last = check()
+        if until(last):
+            return last
+        if clock() >= deadline:
+            raise WaitTimeout(f"{what}: not within {timeout:g} s; last seen: {detail(last)}")
+        sleep(interval)
+
+
+def until(what: str, check: Callable[[], T], timeout: float = 30.0, interval: float = 0.05) -> T:
+    """`wait_until` with a default bound and a short interval, for what a test can only observe by asking
+    often (a metric, a file)."""
+    return wait_until(what, check, timeout, interval=interval)

@@ -89,6 +89,18 @@ class LogStartOffsetIncrementReason(enum.Enum):
 
 
 @dataclass(frozen=True)
+class LogStartMove:
+    """The log start offset of a partition moved from ``old`` to ``new``: the offsets in between left the
+    log (DeleteRecords or retention; the cleaner never moves it)."""
+
+    topic: str
+    partition: int
+    old: int
+    new: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class AppendInfo:
     base_offset: int
     last_offset: int
@@ -150,6 +162,9 @@ class Log:
         # Called (outside the lock) after DeleteRecords moved the log start offset; the LogManager writes
         # log-start-offset-checkpoint then, so a deletion it acknowledged survives a crash.
         self.on_log_start_offset_change: Callable[[Log], None] | None = None
+        # Called with every move of the log start offset, by whichever thread made it, under the log's lock
+        # (so before any reader can see the move): it must neither block nor call into the engine.
+        self.on_log_start_move: Callable[[LogStartMove], None] | None = None
 
     @classmethod
     def open(
@@ -585,8 +600,14 @@ class Log:
                 new,
                 reason.value,
             )
-            self._log_start_offset = new
+            self._moved(new, reason.value)
             return True
+
+    def _moved(self, new: int, reason: str) -> None:
+        """Set the log start offset (the caller holds the lock) and tell ``on_log_start_move``."""
+        old, self._log_start_offset = self._log_start_offset, new
+        if self.on_log_start_move is not None:
+            self.on_log_start_move(LogStartMove(self.topic, self.partition, old, new, reason))
 
     # -- retention ------------------------------------------------------------------------------------------
 
@@ -646,7 +667,7 @@ class Log:
         result.add(reason, doomed)
         # Kafka moves the log start offset before unmapping anything, so no reader sees a hole.
         if survivor.base_offset > self._log_start_offset:
-            self._log_start_offset = survivor.base_offset
+            self._moved(survivor.base_offset, reason.value)
         log.info(
             "retention (%s) deletes %d segment(s) of %s-%s below offset %d",
             reason.value,

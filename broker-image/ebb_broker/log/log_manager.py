@@ -73,7 +73,7 @@ from ebb_broker.log.errors import (
     UnknownTopicOrPartitionError,
 )
 from ebb_broker.log.file_handles import FILES_PER_PARTITION, descriptor_limit, segment_file_budget
-from ebb_broker.log.log import Log, wall_clock_ms
+from ebb_broker.log.log import Log, LogStartMove, wall_clock_ms
 from ebb_broker.log.log_config import LONG_MAX, LogConfig, LogManagerConfig
 from ebb_broker.log.retention import CommittedOffsets, RetentionResult
 
@@ -185,6 +185,8 @@ class LogManager:
         # Per thread: inside `one_log_start_checkpoint`, whether a log start offset moved (None: outside).
         self._deferred = threading.local()
         self._closed = False
+        # Told of every move of any log's start offset (``Log.on_log_start_move``, same rules).
+        self.on_log_start_move: Callable[[LogStartMove], None] | None = None
         self.cleaner = CleanerManager(
             data_dir, self.logs, clock, dedupe_buffer_size=config.cleaner_dedupe_buffer_size
         )
@@ -265,7 +267,12 @@ class LogManager:
             schedule_delete=self.reaper.schedule,
         )
         lg.on_log_start_offset_change = lambda _log: self._log_start_offset_moved()
+        lg.on_log_start_move = self._log_start_move
         return lg
+
+    def _log_start_move(self, move: LogStartMove) -> None:
+        if self.on_log_start_move is not None:
+            self.on_log_start_move(move)
 
     def _log_start_offset_moved(self) -> None:
         if getattr(self._deferred, "moved", None) is None:
