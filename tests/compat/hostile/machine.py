@@ -169,7 +169,7 @@ class Fuzzing:
     # -- the broker -------------------------------------------------------------------------------
 
     def _fresh(self) -> None:
-        """A broker on a new data directory, with the control topic, the hostile topics and the ACLs."""
+        """A broker on a new data directory, set up."""
         self.generation += 1
         self.broker = EbbBroker(
             self.root / f"data-{self.generation}",
@@ -182,6 +182,14 @@ class Fuzzing:
                 for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512")
             ],
         ).start()
+        try:
+            self._set_up()
+        except BaseException:
+            self.broker.kill()  # a setup that failed leaves no broker behind
+            raise
+
+    def _set_up(self) -> None:
+        """The control topic, the hostile topics, the ACLs, the watchers and a first health check."""
         self.logs = LogWatch(self.broker)
         admin = AdminClient({"bootstrap.servers": self.sasl_bootstrap, **self.admin_security.confluent()})
         topics = [
@@ -349,6 +357,7 @@ def machine(fuzzing: Fuzzing, budget: Budget) -> Callable[[], RuleBasedStateMach
             self.seen: dict[str, list[Any]] = {}
             self.probes = 0
             self.restarted = False
+            self.acted = False  # whether the step did anything the invariants must look at
             self.step_start = time.monotonic()
             self.cpu_start = fuzzing.broker.usage().cpu_seconds
             fuzzing.logs.new_lines()  # what an earlier sequence left is not this one's
@@ -441,11 +450,12 @@ def machine(fuzzing: Fuzzing, budget: Budget) -> Callable[[], RuleBasedStateMach
         @precondition(lambda self: budget.restart_odds > 0 and not self.restarted)
         @rule(now=st.integers(0, max(budget.restart_odds - 1, 0)), kill=st.booleans())
         def restart(self, now: int, kill: bool) -> None:
-            """Restart the broker, SIGTERM or kill -9 (when `now` is the highest value: about once in
-            restart_odds draws, at most once per sequence)."""
-            self._begin()
-            if now != budget.restart_odds - 1:
+            """Restart the broker, SIGTERM or kill -9, about once in restart_odds draws and at most once
+            per sequence: when `now` is the middle value (Hypothesis favours a range's bounds, so the
+            highest would come up far more often; shrinking goes to 0, no restart)."""
+            if now != budget.restart_odds // 2:
                 return
+            self._begin()
             self.restarted = True
             for s in self.slots.values():
                 s.wire.close()
@@ -461,6 +471,9 @@ def machine(fuzzing: Fuzzing, budget: Budget) -> Callable[[], RuleBasedStateMach
             if not f.broker.alive():
                 code = f.broker.proc.returncode if f.broker.proc else "?"
                 raise InvariantViolation(f"the broker exited ({code})\n{f.log_tail()}")
+            if not self.acted:  # a restart draw that restarted nothing: nothing to look at
+                return
+            self.acted = False
             worst = f.pinger.worst(self.step_start)
             if worst > limits.freeze_seconds:
                 # The broker's CPU time tells a busy event loop from a starved or blocked process.
@@ -486,6 +499,7 @@ def machine(fuzzing: Fuzzing, budget: Budget) -> Callable[[], RuleBasedStateMach
         # -- helpers -----------------------------------------------------------------------------------
 
         def _begin(self) -> None:
+            self.acted = True
             self.step_start = time.monotonic()
             self.cpu_start = fuzzing.broker.usage().cpu_seconds
 
@@ -499,6 +513,7 @@ def machine(fuzzing: Fuzzing, budget: Budget) -> Callable[[], RuleBasedStateMach
                             conn, conn.pending, conn.pending_correlation, conn.wire.recv_frame()
                         )
                     except ConnectionError:
+                        conn.wire.close()
                         conn = None
                 else:
                     fuzzing.stats.unanswered_parked += 1

@@ -304,6 +304,11 @@ def mutate(data: bytearray, mutation: Mutation) -> bytearray:
             data[0:4] = (len(data) - 4).to_bytes(4, "big", signed=True)
         elif kind == "size":
             data[0:4] = value.to_bytes(4, "big", signed=True)
+        elif kind in ("api_key", "api_version") and len(data) >= 8:
+            # The header's request_api_key (bytes 4-5) or request_api_version (6-7): an unknown API, or
+            # a version outside what ApiVersions advertised, with the body of another.
+            at = 4 if kind == "api_key" else 6
+            data[at : at + 2] = (value % 2**16).to_bytes(2, "big")
     return data
 
 
@@ -589,10 +594,11 @@ _ABSENT = object()
 
 @st.composite
 def mutations(draw: st.DrawFn) -> Mutation:
-    """Up to four byte-level changes: a flipped byte, a cut, inserted bytes, a lying size prefix."""
+    """Up to four byte-level changes: a flipped byte, a cut, inserted bytes, a lying size prefix, another
+    API key or version in the header."""
     steps = []
     for _ in range(draw(st.integers(1, 4))):
-        kind = draw(st.sampled_from(["flip", "truncate", "insert", "size"]))
+        kind = draw(st.sampled_from(["flip", "truncate", "insert", "size", "api_key", "api_version"]))
         steps.append((kind, draw(st.integers(0, 2**16)), draw(_ints("int32"))))
     return Mutation(tuple(steps))
 
