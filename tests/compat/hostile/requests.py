@@ -82,6 +82,9 @@ CONFIG_VALUES = (
 )
 PRINCIPALS = ("User:*", "User:ANONYMOUS", "User:admin", "User:mallory", "Group:x", "garbage", "User:")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER", "")
+# Produce, Fetch, ListOffsets, Metadata, OffsetCommit, OffsetFetch, JoinGroup, SyncGroup, CreateTopics,
+# DeleteRecords, InitProducerId.
+DATA_PATH = frozenset({0, 1, 2, 3, 8, 9, 11, 14, 19, 21, 22})
 REPEATS = (2, 3, 10, 100, 1000, 2000, 10_000, 20_000)
 # Field names whose values the broker hands out and a later request may reuse (a response's field is
 # harvested under the name on the right).
@@ -623,8 +626,8 @@ def _null_spots(struct: Any, body: Mapping[str, Any], version: int, path: str) -
 def requests(
     apis: Mapping[int, tuple[int, int]], names: Names, scale: Scale
 ) -> st.SearchStrategy[HostileRequest]:
-    """Requests for the advertised `apis` (API key -> (min, max) version): an API, a version, a body;
-    about one in 8 with a null where the schema forbids one."""
+    """Requests for the advertised `apis` (API key -> (min, max) version): an API (those of DATA_PATH
+    three times as likely), a version, a body; about one in 8 with a null where the schema forbids one."""
     build = _Strategies(names, scale)
     bodies: dict[tuple[int, int], st.SearchStrategy[dict[str, Any]]] = {}
     for key, (lo, hi) in apis.items():
@@ -632,7 +635,9 @@ def requests(
         api = str(cls.name).removesuffix("Request")
         for v in range(lo, hi + 1):
             bodies[key, v] = build.struct(cls._struct, _Spot(api, v, cls.flexible_version_q(v), api, BIG))
-    keys = sorted(apis)
+    # The data path (and what a tenant's clients send most) three times as often as the admin APIs: a
+    # uniform draw over 40-odd APIs sent about one Fetch in 170 requests, too few to park one.
+    keys = [k for k in sorted(apis) for _ in range(3 if k in DATA_PATH else 1)]
 
     # A composite (not .map) so that Hypothesis prints a failing request with HostileRequest's own
     # compact repr.
