@@ -23,6 +23,7 @@ from types import TracebackType
 from prometheus_client.parser import text_string_to_metric_families
 
 from harness.child_process import die_with_parent
+from harness.process_usage import ProcessUsage
 
 _LISTENING = re.compile(r"ebb-broker listening on (?P<host>[^\s:]+):(?P<port>\d+)")
 # Every listener of the line: "HOST:PORT (NAME)" (the first one is also what _LISTENING reads).
@@ -109,7 +110,7 @@ class EbbBroker:
         if self.proc is not None and self.proc.poll() is None:
             raise RuntimeError("broker already running")
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        log_path = self.log_dir / "ebb-broker.log"
+        log_path = self.log_path
         log_file = log_path.open("a")
         self._log_file = log_file
         self.proc = subprocess.Popen(
@@ -217,6 +218,17 @@ class EbbBroker:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def usage(self) -> ProcessUsage:
+        """The running broker's resident memory, descriptors and CPU time, from /proc."""
+        if self.proc is None:
+            raise RuntimeError("broker not started")
+        return ProcessUsage.of(self.proc.pid)
+
+    @property
+    def log_path(self) -> Path:
+        """Where the broker's stderr goes (appended to across restarts)."""
+        return self.log_dir / "ebb-broker.log"
 
     def __enter__(self) -> EbbBroker:
         return self.start() if not self.alive() else self

@@ -1,272 +1,64 @@
-"""Mutated request frames never crash the broker, never stall other clients, never touch stored data;
+"""Hostile clients never break, freeze or fool the broker (the generative harness of tests/compat/hostile);
 mutated record batches with valid CRCs are refused or stored whole, never half-readable."""
 
 from __future__ import annotations
 
-import socket
-import struct
+import os
 import time
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka.protocol.admin.topics import CreateTopicsRequest
-from kafka.protocol.consumer.group import (
-    HeartbeatRequest,
-    JoinGroupRequest,
-    OffsetCommitRequest,
-    OffsetFetchRequest,
-    SyncGroupRequest,
-)
-from kafka.protocol.consumer.offsets import ListOffsetsRequest
-from kafka.protocol.metadata.api_versions import ApiVersionsRequest
-from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
-from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
-from kafka.record.memory_records import MemoryRecordsBuilder
 
 from harness.ebb_broker import EbbBroker
 from tests.compat.clients import CLIENTS
-from tests.compat.conftest import SecureBroker
-from tests.compat.wire import FETCH_VERSION, Wire, fetch_request
+from tests.compat.hostile.invariants import Limits
+from tests.compat.hostile.machine import Budget, Fuzzing, run, run_for
+from tests.compat.hostile.requests import Scale
+from tests.compat.wire import Wire
 from tests.record_batches import raw_batch, record
 
-KEEP = "fuzz-keep"
-SCRATCH = "fuzz-scratch-topic"
+# `make fuzz-broker FUZZ_BUDGET=<seconds> [FUZZ_SEED=<n>]` runs the long budget; CI runs CI_BUDGET
+# derandomized (the same sequences on every run of the same code), and a failure there is printed as it
+# happened, unshrunk, so it fails in seconds; `make fuzz-broker FUZZ_SHRINK=1` replays the CI budget and
+# shrinks it.
+LONG_SECONDS = float(os.environ.get("EBB_FUZZ_BUDGET") or 0)
+LONG_SEED = int(os.environ["EBB_FUZZ_SEED"]) if os.environ.get("EBB_FUZZ_SEED") else None
+SHRINK_CI = os.environ.get("EBB_FUZZ_SHRINK") == "1"
+LONG = bool(LONG_SECONDS) or LONG_SEED is not None
+CI_BUDGET = Budget(
+    examples=20, steps_per_example=50, restart_odds=64, scale=Scale(max_repeat=1000, max_string=1024)
+)
+LONG_BUDGET = Budget(
+    examples=25,
+    steps_per_example=50,
+    restart_odds=48,
+    scale=Scale(max_repeat=20_000, max_string=32_767, max_bytes=1 << 20),
+)
 
 
-def _batch(values: list[bytes]) -> bytes:
-    b = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 20)
-    for v in values:
-        b.append(0, None, v)
-    b.close()
-    return bytes(b.buffer())
-
-
-def _seeds() -> list[bytes]:
-    w = Wire.__new__(Wire)
-    w.correlation = 0
-    P = ProduceRequest[9]
-    L = ListOffsetsRequest[7]
-    J = JoinGroupRequest[5]
-    C = OffsetCommitRequest[8]
-    CT = CreateTopicsRequest[5]
-    group_seeds = [
-        w.frame(
-            J(
-                group_id="fuzz-g",
-                session_timeout_ms=6000,
-                rebalance_timeout_ms=1000,
-                member_id="",
-                group_instance_id=None,
-                protocol_type="consumer",
-                protocols=[J.JoinGroupRequestProtocol(name="range", metadata=b"\x00\x01\x00\x00\x00\x00")],
-            ),
-            5,
-        ),
-        w.frame(
-            SyncGroupRequest[3](
-                group_id="fuzz-g", generation_id=1, member_id="m", group_instance_id=None, assignments=[]
-            ),
-            3,
-        ),
-        w.frame(
-            HeartbeatRequest[3](group_id="fuzz-g", generation_id=1, member_id="m", group_instance_id=None), 3
-        ),
-        w.frame(
-            C(
-                group_id="fuzz-g",
-                generation_id_or_member_epoch=-1,
-                member_id="",
-                group_instance_id=None,
-                topics=[
-                    C.OffsetCommitRequestTopic(
-                        name=SCRATCH,
-                        partitions=[
-                            C.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
-                                partition_index=0,
-                                committed_offset=1,
-                                committed_leader_epoch=-1,
-                                committed_metadata="",
-                            )
-                        ],
-                    )
-                ],
-            ),
-            8,
-        ),
-        w.frame(OffsetFetchRequest[7](group_id="fuzz-g", topics=None, require_stable=False), 7),
-        w.frame(
-            CT(
-                topics=[
-                    CT.CreatableTopic(
-                        name="fuzz-new", num_partitions=1, replication_factor=1, assignments=[], configs=[]
-                    )
-                ],
-                timeout_ms=1000,
-                validate_only=True,
-            ),
-            5,
-        ),
-    ]
-    return [
-        *group_seeds,
-        w.frame(ApiVersionsRequest[3](client_software_name="fuzz", client_software_version="1"), 3),
-        w.frame(
-            MetadataRequest[12](
-                topics=[MetadataRequest[12].MetadataRequestTopic(name=KEEP)], allow_auto_topic_creation=False
-            ),
-            12,
-        ),
-        w.frame(
-            P(
-                transactional_id=None,
-                acks=1,
-                timeout_ms=1000,
-                topic_data=[
-                    P.TopicProduceData(
-                        name=SCRATCH,
-                        partition_data=[
-                            P.TopicProduceData.PartitionProduceData(index=0, records=_batch([b"x"] * 3))
-                        ],
-                    )
-                ],
-            ),
-            9,
-        ),
-        w.frame(fetch_request(KEEP, [(0, 0)], max_wait_ms=10, min_bytes=1, max_bytes=1 << 20), FETCH_VERSION),
-        w.frame(
-            L(
-                replica_id=-1,
-                isolation_level=0,
-                topics=[
-                    L.ListOffsetsTopic(
-                        name=KEEP,
-                        partitions=[
-                            L.ListOffsetsTopic.ListOffsetsPartition(
-                                partition_index=0, timestamp=-2, current_leader_epoch=-1
-                            )
-                        ],
-                    )
-                ],
-            ),
-            7,
-        ),
-    ]
-
-
-SEEDS = _seeds()
-
-
-@st.composite
-def mutated_frames(draw: st.DrawFn, seeds: list[bytes] | None = None) -> bytes:
-    frame = bytearray(draw(st.sampled_from(seeds or SEEDS)))
-    for _ in range(draw(st.integers(1, 4))):
-        kind = draw(st.sampled_from(["flip", "truncate", "insert", "size"]))
-        if kind == "flip" and len(frame) > 4:
-            i = draw(st.integers(4, len(frame) - 1))
-            frame[i] = draw(st.integers(0, 255))
-        elif kind == "truncate" and len(frame) > 5:
-            cut = draw(st.integers(5, len(frame) - 1))
-            frame = frame[:cut]
-            frame[0:4] = struct.pack(">i", len(frame) - 4)
-        elif kind == "insert":
-            i = draw(st.integers(4, len(frame)))
-            frame[i:i] = draw(st.binary(min_size=1, max_size=8))
-            frame[0:4] = struct.pack(">i", len(frame) - 4)
-        elif kind == "size":
-            frame[0:4] = struct.pack(">i", draw(st.integers(-(2**31), 2**31 - 1)))
-    return bytes(frame)
-
-
-def test_mutated_frames_do_not_hurt_the_broker(broker: EbbBroker) -> None:
-    c = CLIENTS["confluent-kafka"](broker.bootstrap)
-    c.create_topic(KEEP)
-    c.create_topic(SCRATCH)
-    stored = [(None, f"keep-{i}".encode()) for i in range(20)]
-    c.produce(KEEP, stored)
-    observer = Wire(broker.bootstrap)
-
-    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-    @given(frame=mutated_frames())
-    def send(frame: bytes) -> None:
-        s = socket.create_connection(("127.0.0.1", broker.port), timeout=2)
-        try:
-            s.sendall(frame)
-            s.shutdown(socket.SHUT_WR)
-            s.settimeout(0.5)
-            try:
-                while s.recv(65536):
-                    pass
-            except (TimeoutError, ConnectionError):
-                pass
-        finally:
-            s.close()
-        assert broker.alive()
-
+# Shrinking replays sequences for up to 5 minutes (Hypothesis's bound); the long budget sets its own.
+@pytest.mark.timeout(LONG_SECONDS + 1800 if LONG else 900 if SHRINK_CI else 300)
+def test_hostile_clients_never_break_freeze_or_fool_the_broker(tmp_path: Path) -> None:
+    """Sequences of requests drawn from the schemas of every API ebb-broker advertises, biased towards
+    duplicates, extremes, huge counts, internal and hostile names and out-of-order sequences, with
+    damaged frames and restarts among them; after every step the invariants of
+    tests/compat/hostile/invariants.py hold, and at the end a restart reads back every acknowledged
+    record. A failure prints its sequence of requests."""
+    fuzzing = Fuzzing(tmp_path, Limits())
     try:
-        send()
-        # An unrelated long-lived connection is still served...
-        observer.send_raw(observer.frame(MetadataRequest[1](topics=None), 1))
-        assert MetadataResponse.decode(observer.recv_frame(), version=1, header=True).brokers
-        # ...and the stored records are exactly what was acknowledged.
-        got = c.consume(KEEP, 20)
-        assert [(r.offset, r.value) for r in got] == [(i, v) for i, (_, v) in enumerate(stored)]
+        if LONG:
+            findings = run_for(fuzzing, LONG_BUDGET, LONG_SECONDS, LONG_SEED)
+            assert not findings, f"{len(findings)} failing sequences:\n\n" + "\n\n".join(findings)
+        else:
+            run(fuzzing, CI_BUDGET, derandomize=True, shrink=SHRINK_CI)
+        fuzzing.restart(kill=False)
     finally:
-        observer.close()
-        c.close()
-    assert broker.alive()
-
-
-def _sasl_seeds() -> list[bytes]:
-    w = Wire.__new__(Wire)
-    w.correlation = 0
-    A = SaslAuthenticateRequest
-    return [
-        w.frame(SaslHandshakeRequest[1](mechanism="SCRAM-SHA-512"), 1),
-        w.frame(SaslHandshakeRequest[1](mechanism="PLAIN"), 1),
-        w.frame(A[0](auth_bytes=b"n,,n=admin,r=fyko+d2lbbFgONRv9qkxdawL"), 0),
-        w.frame(A[2](auth_bytes=b"n,,n=admin,r=fyko+d2lbbFgONRv9qkxdawL"), 2),
-        w.frame(
-            A[1](auth_bytes=b"c=biws,r=fyko+d2lbbFgONRv9qkxdawLabc,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgs"), 1
-        ),
-        w.frame(A[2](auth_bytes=b"\0admin\0admin-secret"), 2),
-        w.frame(ApiVersionsRequest[3](client_software_name="fuzz", client_software_version="1"), 3),
-    ]
-
-
-SASL_SEEDS = _sasl_seeds()
-
-
-def test_mutated_sasl_frames_do_not_hurt_the_broker(secure_broker: SecureBroker) -> None:
-    """Each example opens a SASL_PLAINTEXT connection, starts a valid handshake (SCRAM-SHA-512 or PLAIN),
-    then sends a mutated handshake or authenticate frame: none crashes the broker, and an authenticated
-    client is served afterwards."""
-    b = secure_broker.broker
-    port = b.listener_ports["SASL_PLAINTEXT"]
-    handshakes = SASL_SEEDS[:2]
-
-    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-    @given(first=st.sampled_from([b"", *handshakes]), frame=mutated_frames(SASL_SEEDS))
-    def send(first: bytes, frame: bytes) -> None:
-        s = socket.create_connection(("127.0.0.1", port), timeout=2)
-        try:
-            s.sendall(first + frame)
-            s.shutdown(socket.SHUT_WR)
-            s.settimeout(0.5)
-            try:
-                while s.recv(65536):
-                    pass
-            except (TimeoutError, ConnectionError):
-                pass
-        finally:
-            s.close()
-        assert b.alive()
-
-    send()
-    c = secure_broker.client("confluent-kafka", "SASL_PLAINTEXT", "admin")
-    c.create_topic("fuzz-sasl-after")
-    c.produce("fuzz-sasl-after", [(None, b"still served")])
-    assert [r.value for r in c.consume("fuzz-sasl-after", 1)] == [b"still served"]
+        print(f"hostile clients: {fuzzing.stats.summary()}")
+        fuzzing.close()
+    fuzzing.remove()
 
 
 @st.composite

@@ -1,7 +1,8 @@
 """One request must never break, freeze or fool the broker (issue 25): topic names checked on the whole
 string, internal topics closed to clients, consumed retention that a reader cannot trigger, repeated
 entries answered once, topic creation off the event loop, and Kafka's answers to the small things
-(`a.b` next to `a_b`, acks=5, a second SaslHandshake).
+(`a.b` next to `a_b`, acks=5, a second SaslHandshake); and what the hostile-client harness found: nulls
+where the schema forbids them, error messages that outgrow their string.
 
 Where a behaviour is Kafka's, the test runs against ebb-broker and Apache Kafka alike (`side`)."""
 
@@ -13,11 +14,16 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from kafka.protocol.admin.acl import CreateAclsRequest, CreateAclsResponse
+from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest
 from kafka.protocol.admin.topics import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
     DeleteRecordsRequest,
     DeleteRecordsResponse,
 )
@@ -31,6 +37,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsRespo
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
+from kafka.protocol.producer.transaction import AddOffsetsToTxnRequest
 from kafka.protocol.sasl import SaslHandshakeRequest, SaslHandshakeResponse
 from kafka.record.memory_records import MemoryRecordsBuilder
 
@@ -552,3 +559,112 @@ def test_a_second_sasl_handshake_closes_the_connection(secure_broker: SecureBrok
         assert _call(done, ApiVersionsRequest[3](), 3, ApiVersionsResponse).error_code == 0
     finally:
         done.close()
+
+
+# -- found by the hostile-client harness (tests/compat/hostile) ----------------------------------------------
+
+
+def _nulls_where_the_schema_forbids_them() -> list[tuple[Any, int]]:
+    """The smallest requests the harness found (or shrank to) with a null in a non-nullable field."""
+    C = OffsetCommitRequest[2]
+    CT = CreateTopicsRequest[5]
+    IA = IncrementalAlterConfigsRequest[0]
+    commit = C.OffsetCommitRequestTopic
+    return [
+        (AddOffsetsToTxnRequest[0](transactional_id="t", producer_id=1, producer_epoch=0, group_id=None), 0),
+        (
+            C(
+                group_id="g",
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                retention_time_ms=-1,
+                topics=[
+                    commit(
+                        name=None,
+                        partitions=[
+                            commit.OffsetCommitRequestPartition(
+                                partition_index=0, committed_offset=5, committed_metadata=""
+                            )
+                        ],
+                    )
+                ],
+            ),
+            2,
+        ),
+        (
+            CT(
+                topics=[
+                    CT.CreatableTopic(
+                        name=_unique("null-config"),
+                        num_partitions=1,
+                        replication_factor=1,
+                        assignments=[],
+                        configs=[CT.CreatableTopic.CreatableTopicConfig(name=None, value="1")],
+                    )
+                ],
+                timeout_ms=1000,
+                validate_only=False,
+            ),
+            5,
+        ),
+        (
+            IA(
+                resources=[
+                    IA.AlterConfigsResource(
+                        resource_type=4,
+                        resource_name="",
+                        configs=[
+                            IA.AlterConfigsResource.AlterableConfig(name=None, config_operation=0, value="5")
+                        ],
+                    )
+                ],
+                validate_only=False,
+            ),
+            0,
+        ),
+    ]
+
+
+def test_a_null_where_the_schema_forbids_one_closes_the_connection(side: Side, request: Any) -> None:
+    """Kafka's generated readers throw "non-nullable field X was serialized as null" and Kafka closes the
+    connection: so does ebb-broker, before any handler runs. Before, kafka-python's decoder let the null
+    through: an offset commit for topic null was answered (with a null name, which a Java client cannot
+    read), a topic config named null reached the config check, and AddOffsetsToTxn and a broker config
+    change raised in their handlers (an ERROR with a traceback in the broker log, per request)."""
+    log: Path | None = request.getfixturevalue("broker").log_path if side.is_ebb else None
+    logged = log.stat().st_size if log is not None else 0
+    for message, version in _nulls_where_the_schema_forbids_them():
+        w = Wire(side.bootstrap)
+        try:
+            w.send_raw(w.frame(message, version))
+            assert w.closed_by_peer(timeout=10), type(message).__name__
+        finally:
+            w.close()
+    w = Wire(side.bootstrap)
+    try:
+        hello = ApiVersionsRequest[3](client_software_name="ebb-tests", client_software_version="1")
+        assert _call(w, hello, 3, ApiVersionsResponse).error_code == 0
+    finally:
+        w.close()
+    if log is not None:
+        with log.open() as f:
+            f.seek(logged)
+            assert not [line for line in f if " ERROR " in line]
+
+
+def test_an_error_message_naming_a_huge_topic_name_still_fits(side: Side) -> None:
+    """CreatePartitions v0 (int16-prefixed strings) for a topic named with 32,767 bytes: UNKNOWN_TOPIC_OR_
+    PARTITION, as Kafka answers. Before, ebb-broker's message `topic 'xxx…' does not exist` outgrew the
+    string and the answer could not be encoded: the connection was closed instead."""
+    P = CreatePartitionsRequest[0]
+    req = P(
+        topics=[P.CreatePartitionsTopic(name="x" * 32767, count=2, assignments=None)],
+        timeout_ms=1000,
+        validate_only=False,
+    )
+    w = Wire(side.bootstrap)
+    try:
+        (result,) = _call(w, req, 0, CreatePartitionsResponse).results
+    finally:
+        w.close()
+    assert (result.name, result.error_code) == ("x" * 32767, UNKNOWN_TOPIC_OR_PARTITION)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ebb_broker.protocol.apis import api_versions
+from ebb_broker.protocol.codec import decode_request, fit_error_messages
 from ebb_broker.protocol.context import Activity, Broker, RequestContext, Session
 from ebb_broker.protocol.encoded import EncodedBody
 from ebb_broker.protocol.registry import ApiSpec, lookup
@@ -239,6 +240,11 @@ class KafkaServer:
         host = str(addr[0])
         metrics = self.broker.metrics
         conn: Connection | None = None
+        # Kafka's Acceptor sets TCP_NODELAY on every accepted socket. asyncio sets it only where the
+        # socket's proto is IPPROTO_TCP, and socket.create_server's (so accept's) is 0: without it the
+        # records a Fetch response sends after its header wait for the client's delayed ACK (40 ms).
+        with contextlib.suppress(OSError):  # already reset by the client: the read below ends it
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             reader = asyncio.StreamReader(limit=1 << 20)
             protocol = asyncio.StreamReaderProtocol(reader)
@@ -412,7 +418,7 @@ class KafkaServer:
     async def _dispatch(
         self, conn: Connection, spec: ApiSpec, frame: bytes, api_version: int, correlation_id: int
     ) -> list[Part] | None:
-        decode = functools.partial(spec.messages.request.decode, frame, version=api_version, header=True)
+        decode = functools.partial(decode_request, spec.messages.request, frame, api_version)
         try:
             # A large frame (a big produce) is decoded on a worker thread: other clients are served meanwhile.
             request = await asyncio.to_thread(decode) if len(frame) >= OFF_LOOP_BYTES else decode()
@@ -462,7 +468,14 @@ def encode_response(response: Any, api_version: int, correlation_id: int) -> lis
         response.with_header(correlation_id=correlation_id)
         # The body was built at `api_version` (ctx.response); passing version= again would make
         # kafka-python try to stamp it into a request header.
-        encoded = bytes(response.encode(header=True, framed=True))
+        try:
+            encoded = bytes(response.encode(header=True, framed=True))
+        except struct.error:
+            # An error message naming what a client sent can outgrow the int16-prefixed string of a
+            # non-flexible version: Kafka's error messages are free text, so it is cut to fit.
+            if not fit_error_messages(response, api_version):
+                raise
+            encoded = bytes(response.encode(header=True, framed=True))
         if not files:
             return [encoded]
         return split(encoded, files, flexible=type(response).flexible_version_q(api_version))

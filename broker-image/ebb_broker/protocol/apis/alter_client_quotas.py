@@ -36,13 +36,14 @@ API_KEY = 49
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    # A null array or type (the codec reads what a hostile client sends) is an empty one.
+    # None of these arrays or types is nullable: the codec closes the connection on a null (as Kafka's
+    # reader refuses it) before this runs.
     alterations = [
         Alteration(
-            entity_of((e.entity_type or "", e.entity_name) for e in entry.entity or []),
-            [QuotaOp(op.key or "", op.value, op.remove) for op in entry.ops or []],
+            entity_of((e.entity_type, e.entity_name) for e in entry.entity),
+            [QuotaOp(op.key, op.value, op.remove) for op in entry.ops],
         )
-        for entry in request.entries or []
+        for entry in request.entries
     ]
     quotas = ctx.broker.quotas
     if not allowed(ctx, Op.ALTER_CONFIGS, CLUSTER):

@@ -37,9 +37,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
     store = ctx.broker.quotas.store
     try:
-        # A null array or type (the codec reads what a hostile client sends) is an empty one.
+        # Neither the components nor a type is nullable: the codec closes the connection on a null.
         found = store.describe(
-            [(c.entity_type or "", c.match_type, c.match) for c in request.components or []],
+            [(c.entity_type, c.match_type, c.match) for c in request.components],
             strict=request.strict,
         )
     except QuotaFilterError as exc:
