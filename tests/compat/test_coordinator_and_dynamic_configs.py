@@ -471,8 +471,10 @@ def test_group_members_carry_on_after_a_restart(target: Target) -> None:
     rebalance) and its commit with the generation it had is accepted; a member that left stays gone."""
     topic = _topic(target, partitions=2)
     group = f"failover-{uuid.uuid4().hex[:8]}"
-    # Reconnect within a second of the broker's return (librdkafka backs off up to 10 s by default).
-    member = Member(target, group, **{"session.timeout.ms": 30000, "reconnect.backoff.max.ms": 1000})
+    # Reconnect within a second of the broker's return (librdkafka backs off up to 10 s by default). The
+    # session outlasts the restart: librdkafka drops its member id itself once a session passes without
+    # a heartbeat answered, and a JVM restarting on a loaded 2-core machine can take longer than 30 s.
+    member = Member(target, group, **{"session.timeout.ms": 120000, "reconnect.backoff.max.ms": 1000})
     try:
         member.subscribe(topic)
         _poll_until([member], lambda: member.partitions() == {0, 1})
