@@ -128,6 +128,7 @@ def ebb_images(python_image: str = PYTHON_BASE, java_image: str = JRE_BASE) -> d
         ROOT / "README.md",
         ROOT / "broker-image" / "ebb_broker",
         ROOT / "operator" / "ebb_operator",
+        ROOT / "formats" / "ebb_formats",
     )
     return {
         "operator": Image(

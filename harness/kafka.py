@@ -9,6 +9,7 @@ process behind.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import shutil
@@ -21,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.child_process import die_with_parent
 from harness.ports import free_port
@@ -127,6 +129,21 @@ def kafka_tool(
             f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
         )
     return proc
+
+
+CONSUMER_OFFSETS_VECTORS = HARNESS / "ConsumerOffsetsVectors.java"
+
+
+def consumer_offsets_vectors(timeout: float = 120) -> dict[str, Any]:
+    """`__consumer_offsets` records written by Apache Kafka's own classes, with the fields its reader
+    reads back (ConsumerOffsetsVectors.java, run from source on the assembled classpath). The unit tests
+    keep a copy (tests/unit/formats/consumer_offsets_vectors.json; `make consumer-offsets-vectors`)."""
+    cmd = java_command(str(CONSUMER_OFFSETS_VECTORS))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise KafkaToolError(f"{CONSUMER_OFFSETS_VECTORS.name} exited {proc.returncode}\n{proc.stderr}")
+    vectors: dict[str, Any] = json.loads(proc.stdout)
+    return vectors
 
 
 def random_cluster_id() -> str:
@@ -371,3 +388,12 @@ def _start(
     broker.stop()
     stdout_tail = "\n".join(stdout_file.read_text(errors="replace").splitlines()[-20:])
     raise KafkaStartError(f"{problem}\n--- {log_file}\n{broker.log_tail()}\n--- {stdout_file}\n{stdout_tail}")
+
+
+if __name__ == "__main__":
+    # `python -m harness.kafka vectors`: Kafka's `__consumer_offsets` test vectors (the unit tests' copy).
+    import sys
+
+    if sys.argv[1:] != ["vectors"]:
+        raise SystemExit("usage: python -m harness.kafka vectors")
+    print(json.dumps(consumer_offsets_vectors(), indent=2, ensure_ascii=False))

@@ -43,7 +43,7 @@ from kafka.admin import ConfigResource as KafkaConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 from kafka.protocol.admin import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 
-from ebb_broker.coordinator.offsets_records import GroupKey, OffsetKey, decode_key, partition_for
+from ebb_formats.consumer_offsets import GroupMetadataKey, OffsetCommitKey, decode_key, partition_for
 from harness.bounded import close_within
 from harness.ebb_broker import EbbBroker
 from harness.kafka import apache_kafka, kafka_tool
@@ -571,7 +571,7 @@ def _latest_consumer_offsets_records(target: Target, groups: set[str]) -> dict[o
                     at_end.add(msg.partition())
                 continue
             key = decode_key(msg.key()) if msg.key() else None
-            if isinstance(key, OffsetKey | GroupKey) and key.group in groups:
+            if isinstance(key, OffsetCommitKey | GroupMetadataKey) and key.group in groups:
                 latest[key] = msg.value()
         assert at_end == partitions, "__consumer_offsets was not read to its end"
     finally:
@@ -601,8 +601,8 @@ def test_offsets_of_empty_and_standalone_groups_expire_with_tombstones(target: T
     records = _latest_consumer_offsets_records(target, expired | {scenario.live})
     for group in expired:
         assert (
-            OffsetKey(group, scenario.topic, 0) in records
-            and records[OffsetKey(group, scenario.topic, 0)] is None
+            OffsetCommitKey(group, scenario.topic, 0) in records
+            and records[OffsetCommitKey(group, scenario.topic, 0)] is None
         )
-        assert records.get(GroupKey(group), b"") is None, f"no group tombstone for {group}"
-    assert records[OffsetKey(scenario.live, scenario.topic, 0)] is not None
+        assert records.get(GroupMetadataKey(group), b"") is None, f"no group tombstone for {group}"
+    assert records[OffsetCommitKey(scenario.live, scenario.topic, 0)] is not None

@@ -44,15 +44,7 @@ from ebb_broker.log.local_log import LocalLog, ScheduleDelete, delete_now
 from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.log_loader import load_log
 from ebb_broker.log.producer_state import CompletedTxn, ProducerEntry, ProducerStateManager
-from ebb_broker.log.records import (
-    ABORT,
-    COMMIT,
-    CONTROL_KEY,
-    END_TXN_MARKER,
-    Record,
-    encode_batch,
-    read_end_txn_marker,
-)
+from ebb_broker.log.records import Record, encode_batch, read_end_txn_marker
 from ebb_broker.log.retention import (
     CommittedOffsets,
     RetentionReason,
@@ -66,6 +58,7 @@ from ebb_broker.log.retention import (
 from ebb_broker.log.segment import BatchInfo, Segment
 from ebb_broker.log.transaction_index import AbortedTxn
 from ebb_broker.log.validator import AppendOrigin, ValidatedBatch, validate_records
+from ebb_formats.record_batch import ABORT, COMMIT, CONTROL_KEY, END_TXN_MARKER
 
 log = logging.getLogger(__name__)
 

@@ -22,13 +22,13 @@ from typing import Any
 
 from kafka.errors import InvalidRequestError, InvalidTopicError, UnknownTopicOrPartitionError
 
-from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC
 from ebb_broker.coordinator.transaction_records import TRANSACTION_STATE_TOPIC
 from ebb_broker.log import NewTopic, TopicMetadata
 from ebb_broker.log.errors import LogError, TopicExistsError
 from ebb_broker.log.topic_names import invalid_reason
 from ebb_broker.protocol.context import Broker
 from ebb_broker.protocol.errors import error_code
+from ebb_formats.consumer_offsets import OFFSETS_TOPIC
 
 log = logging.getLogger(__name__)
 

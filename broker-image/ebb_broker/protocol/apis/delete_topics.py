@@ -26,7 +26,6 @@ from typing import Any
 
 from kafka.errors import InvalidRequestError, UnknownTopicIdError, UnknownTopicOrPartitionError
 
-from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC
 from ebb_broker.coordinator.transaction_records import TRANSACTION_STATE_TOPIC
 from ebb_broker.log.errors import LogError
 from ebb_broker.protocol.authz import CLUSTER, TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, allowed
@@ -34,6 +33,7 @@ from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.duplicates import DUPLICATE_TOPIC, split_repeats
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
+from ebb_formats.consumer_offsets import OFFSETS_TOPIC
 
 API_KEY = 20
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ def _delete(broker: Broker, name: str | None) -> tuple[int, str | None]:
     except LogError as exc:
         return error_code(exc), str(exc)
     try:
-        removed = broker.groups.on_topic_deleted(name)
+        removed = broker.groups.offsets.on_topic_deleted(name)
     except LogError:  # the topic is gone; its offsets come back only if the broker restarts before a retry
         log.exception("deleted topic %s, but writing the tombstones of its committed offsets failed", name)
         removed = 0

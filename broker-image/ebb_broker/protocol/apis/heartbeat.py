@@ -25,7 +25,7 @@ API_KEY = 12
 async def handle(ctx: RequestContext, request: Any) -> Any:
     if not allowed(ctx, Op.READ, GROUP, request.group_id):
         return ctx.response(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED)
-    error = ctx.broker.groups.heartbeat(
+    error = ctx.broker.groups.membership.heartbeat(
         request.group_id,
         request.generation_id,
         request.member_id,

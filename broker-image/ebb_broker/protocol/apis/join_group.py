@@ -35,7 +35,7 @@ API_KEY = 11
 async def handle(ctx: RequestContext, request: Any) -> Any:
     if not allowed(ctx, Op.READ, GROUP, request.group_id):
         return ctx.response(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED)
-    result = await ctx.broker.groups.join(
+    result = await ctx.broker.groups.membership.join(
         group_id=request.group_id,
         member_id=request.member_id or "",
         group_instance_id=request.group_instance_id if ctx.api_version >= 5 else None,

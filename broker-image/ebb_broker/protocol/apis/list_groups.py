@@ -29,7 +29,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     # DESCRIBE on the CLUSTER lists every group; otherwise the groups the session may DESCRIBE, the
     # others left out silently (Kafka never answers CLUSTER_AUTHORIZATION_FAILED here).
     every = allowed(ctx, Op.DESCRIBE, CLUSTER)
-    for g in ctx.broker.groups.list_groups():
+    for g in ctx.broker.groups.membership.list_groups():
         if not every and not allowed(ctx, Op.DESCRIBE, GROUP, g.group_id):
             continue
         if states and g.state.value.lower() not in states:

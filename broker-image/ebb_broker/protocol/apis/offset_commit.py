@@ -44,7 +44,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     topics = ctx.broker.logs.topics()
     # READ on the GROUP first (else every partition GROUP_AUTHORIZATION_FAILED), then READ per TOPIC.
     group_error = (
-        groups.validate_commit(
+        groups.offsets.validate_commit(
             request.group_id,
             request.generation_id_or_member_epoch,
             request.member_id or "",
@@ -65,7 +65,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         now_ms=int(time.time() * 1000),
     )
     if commits:
-        groups.commit(request.group_id, commits)
+        groups.offsets.commit(request.group_id, commits)
     cls = ctx.response_class
     return ctx.response(
         throttle_time_ms=0,

@@ -38,7 +38,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     wanted = [
         (t.name, p.partition_index) for t in request.topics for p in t.partitions if t.name not in unreadable
     ]
-    error, result = ctx.broker.groups.delete_offsets(request.group_id, wanted)
+    error, result = ctx.broker.groups.offsets.delete_offsets(request.group_id, wanted)
     if error:
         return ctx.response(error_code=error, throttle_time_ms=0, topics=[])
     result.update(

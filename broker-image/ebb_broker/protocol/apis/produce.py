@@ -53,7 +53,6 @@ from kafka.errors import (
 
 from ebb_broker.log import Log
 from ebb_broker.log.errors import LogError, RecordValidationError
-from ebb_broker.log.records import HEADER_SIZE, TRANSACTIONAL_MASK, read_header
 from ebb_broker.log.validator import ValidatedBatch
 from ebb_broker.protocol.authz import (
     TOPIC,
@@ -69,6 +68,7 @@ from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import INTERNAL_TOPICS, has_partition
 from ebb_broker.protocol.transactions import fenced_as, transaction_coordinator
+from ebb_formats.record_batch import HEADER_SIZE, TRANSACTIONAL_MASK, read_header
 
 API_KEY = 0
 FIRST_SERVED_VERSION = 3

@@ -27,7 +27,7 @@ API_KEY = 14
 async def handle(ctx: RequestContext, request: Any) -> Any:
     if not allowed(ctx, Op.READ, GROUP, request.group_id):
         return ctx.response(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED)
-    result = await ctx.broker.groups.sync(
+    result = await ctx.broker.groups.membership.sync(
         group_id=request.group_id,
         generation=request.generation_id,
         member_id=request.member_id,

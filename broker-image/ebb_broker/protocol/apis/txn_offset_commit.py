@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC
 from ebb_broker.protocol.authz import (
     GROUP,
     GROUP_AUTHORIZATION_FAILED,
@@ -40,6 +39,7 @@ from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.offset_commits import checked_commits
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.transactions import fenced_as, transaction_coordinator
+from ebb_formats.consumer_offsets import OFFSETS_TOPIC
 
 API_KEY = 28
 
@@ -58,7 +58,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         error = txn.verify(request.transactional_id, request.producer_id, request.producer_epoch, offsets_tp)
     if not error:
         v3 = ctx.api_version >= 3
-        error = groups.validate_txn_commit(
+        error = groups.offsets.validate_txn_commit(
             request.group_id,
             request.generation_id if v3 else -1,
             (request.member_id or "") if v3 else "",
@@ -76,7 +76,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         now_ms=txn.timer.now_ms(),
     )
     if commits:
-        groups.txn_commit(request.group_id, request.producer_id, request.producer_epoch, commits)
+        groups.offsets.txn_commit(request.group_id, request.producer_id, request.producer_epoch, commits)
     cls = ctx.response_class
     T = cls.TxnOffsetCommitResponseTopic
     P = T.TxnOffsetCommitResponsePartition

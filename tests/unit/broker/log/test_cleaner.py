@@ -111,8 +111,8 @@ def test_segment_grouping_by_size_index_and_offset_span(tmp_path: Path, clock: C
         raw = bytearray(batch(b"v", key=b"k"))
         raw[:8] = offset.to_bytes(8, "big")
         seg = sparse.local.new_segment(offset) if offset else sparse.local.active
-        from ebb_broker.log.records import read_header
         from ebb_broker.log.segment import BatchInfo
+        from ebb_formats.record_batch import read_header
 
         h = read_header(bytes(raw))
         seg.append([bytes(raw)], [BatchInfo(len(raw), h.last_offset, h.max_timestamp)])

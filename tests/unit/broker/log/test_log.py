@@ -19,7 +19,8 @@ from ebb_broker.log.errors import (
 )
 from ebb_broker.log.log import Log
 from ebb_broker.log.log_config import LogConfig
-from ebb_broker.log.records import NewRecord, Record, build_batch, encode_batch, read_header, validate_batch
+from ebb_broker.log.records import NewRecord, Record, build_batch, encode_batch, validate_batch
+from ebb_formats.record_batch import read_header
 from tests.unit.broker.log.log_helpers import T0, Clock, batch, read_all
 
 ONE = len(batch(b"x" * 10, key=b"k"))  # size of one single-record batch used below
