@@ -412,7 +412,7 @@ class KafkaServer:
         header = request.header
         ctx = RequestContext(
             broker=self.broker,
-            spec=spec,
+            messages=spec.messages,
             api_version=api_version,
             correlation_id=correlation_id,
             client_id=getattr(header, "client_id", None),

@@ -26,6 +26,7 @@ from kafka.errors import (
     InvalidRequestError,
     UnknownTopicOrPartitionError,
 )
+from kafka.protocol.admin.topics import CreatePartitionsRequest
 
 from ebb_broker.log.errors import LogError
 from ebb_broker.protocol.authz import TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, denied
@@ -60,7 +61,7 @@ def _grow(broker: Broker, t: Any, validate_only: bool) -> tuple[int, str | None]
     return 0, None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Any:
     cls = ctx.response_class
     results = []
     by_name = {t.name: t for t in request.topics}

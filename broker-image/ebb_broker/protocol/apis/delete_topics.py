@@ -25,6 +25,7 @@ import logging
 from typing import Any
 
 from kafka.errors import InvalidRequestError, UnknownTopicIdError, UnknownTopicOrPartitionError
+from kafka.protocol.admin.topics import DeleteTopicsRequest
 
 from ebb_broker.coordinator.transaction_records import TRANSACTION_STATE_TOPIC
 from ebb_broker.log.errors import LogError
@@ -61,7 +62,7 @@ def _delete(broker: Broker, name: str | None) -> tuple[int, str | None]:
     return 0, None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> Any:
     cls = ctx.response_class
     names, repeated = split_repeats(
         [t.name for t in request.topics] if ctx.api_version >= 6 else list(request.topic_names)

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError
+from kafka.protocol.admin.configs import DescribeConfigsRequest
 
 from ebb_broker.dynamic_config import ConfigSource, Synonym
 from ebb_broker.protocol.alter import config_refusal
@@ -84,7 +85,7 @@ def _resources_once(resources: Any) -> dict[tuple[int, str], set[str] | None]:
     return out
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Any:
     cls = ctx.response_class
     R = cls.DescribeConfigsResult
     C = R.DescribeConfigsResourceResult

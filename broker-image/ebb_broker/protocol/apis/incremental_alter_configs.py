@@ -29,6 +29,7 @@ import functools
 from typing import Any
 
 from kafka.errors import InvalidRequestError
+from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest
 
 from ebb_broker.log.errors import InvalidConfigError
 from ebb_broker.protocol.alter import apply_topic_overrides, config_refusal
@@ -68,7 +69,7 @@ def _apply(
     return new
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> Any:
     cls = ctx.response_class
     out = []
     for res, repeated in once_each(request.resources, lambda r: (r.resource_type, r.resource_name)):

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin.groups import ListGroupsRequest
+
 from ebb_broker.protocol.authz import CLUSTER, GROUP, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -21,7 +23,7 @@ from ebb_broker.protocol.registry import register
 API_KEY = 16
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ListGroupsRequest) -> Any:
     states = {s.lower() for s in (request.states_filter or [])} if ctx.api_version >= 4 else set()
     types = {t.lower() for t in (request.types_filter or [])} if ctx.api_version >= 5 else set()
     cls = ctx.response_class

@@ -24,6 +24,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kafka.protocol.consumer.group import OffsetCommitRequest
+
 from ebb_broker.protocol.authz import (
     GROUP,
     GROUP_AUTHORIZATION_FAILED,
@@ -39,7 +41,7 @@ from ebb_broker.protocol.registry import register
 API_KEY = 8
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> Any:
     groups = ctx.broker.groups
     topics = ctx.broker.logs.topics()
     # READ on the GROUP first (else every partition GROUP_AUTHORIZATION_FAILED), then READ per TOPIC.

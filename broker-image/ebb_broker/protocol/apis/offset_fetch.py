@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka.errors import UnstableOffsetCommitError
+from kafka.protocol.consumer.group import OffsetFetchRequest
 
 from ebb_broker.protocol.authz import (
     GROUP,
@@ -125,7 +126,7 @@ def _topics(topic_cls: Any, partition_cls: Any, answers: list[tuple[str, list[Ro
     ]
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> Any:
     cls = ctx.response_class
     if ctx.api_version >= 8:
         return EncodedBody(

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.producer.transaction import TxnOffsetCommitRequest
+
 from ebb_broker.protocol.authz import (
     GROUP,
     GROUP_AUTHORIZATION_FAILED,
@@ -44,7 +46,7 @@ from ebb_formats.consumer_offsets import OFFSETS_TOPIC
 API_KEY = 28
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> Any:
     groups = ctx.broker.groups
     txn = transaction_coordinator(ctx)
     offsets_tp = (OFFSETS_TOPIC, groups.store.partition_for(request.group_id))

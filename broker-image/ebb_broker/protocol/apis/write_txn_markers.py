@@ -29,6 +29,7 @@ import logging
 from typing import Any
 
 from kafka.errors import UnknownTopicOrPartitionError
+from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
 
 from ebb_broker.log.errors import LogError
 from ebb_broker.protocol.authz import CLUSTER, CLUSTER_AUTHORIZATION_FAILED, Op, allowed
@@ -68,7 +69,7 @@ def _write(ctx: RequestContext, marker: Any, topic: str, partition: int, topics:
     return 0
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> Any:
     cls = ctx.response_class
     M = cls.WritableTxnMarkerResult
     T = M.WritableTxnMarkerTopicResult
