@@ -8,7 +8,14 @@ the protocol and the coordinator call it, and the broker's settings reach it as 
 from __future__ import annotations
 
 from ebb_broker.log.cleaner_manager import CleanerReport
-from ebb_broker.log.log import AppendInfo, FetchSlice, Log, LogStartOffsetIncrementReason, ReadResult
+from ebb_broker.log.log import (
+    AppendInfo,
+    FetchSlice,
+    Log,
+    LogStartOffsetIncrementReason,
+    ReadResult,
+    RecordsDeleted,
+)
 from ebb_broker.log.log_config import LogConfig, LogManagerConfig
 from ebb_broker.log.log_manager import LogManager, NewTopic, RetentionReport, TopicMetadata
 from ebb_broker.log.retention import CommittedOffsets
@@ -25,6 +32,7 @@ __all__ = [
     "LogStartOffsetIncrementReason",
     "NewTopic",
     "ReadResult",
+    "RecordsDeleted",
     "RetentionReport",
     "TopicMetadata",
 ]

@@ -82,6 +82,19 @@ class LogStartOffsetIncrementReason(enum.Enum):
 
 
 @dataclass(frozen=True)
+class RecordsDeleted:
+    """What DeleteRecords did to one partition: its low watermark (log start offset) before and after."""
+
+    before: int
+    low_watermark: int
+
+    @property
+    def count(self) -> int:
+        """Offsets the move put below the low watermark (0: it was already there or beyond)."""
+        return self.low_watermark - self.before
+
+
+@dataclass(frozen=True)
 class AppendInfo:
     base_offset: int
     last_offset: int
@@ -140,9 +153,6 @@ class Log:
         self._lock = threading.RLock()
         self._unflushed_messages = 0
         self._last_flush_ms = local.clock()
-        # Called (outside the lock) after DeleteRecords moved the log start offset; the LogManager writes
-        # log-start-offset-checkpoint then, so a deletion it acknowledged survives a crash.
-        self.on_log_start_offset_change: Callable[[Log], None] | None = None
 
     @classmethod
     def open(
@@ -540,9 +550,11 @@ class Log:
 
     # -- log start offset (KIP-107) -----------------------------------------------------------------------
 
-    def delete_records(self, offset: int) -> int:
-        """DeleteRecords: move the log start offset to ``offset`` (-1 = high watermark); returns the new
-        low watermark. Idempotent; never backwards; refused on compact-only topics."""
+    def delete_records(self, offset: int) -> RecordsDeleted:
+        """DeleteRecords: move the log start offset to ``offset``, -1 meaning the high watermark, both read
+        under the log's lock. Idempotent; never backwards; refused on compact-only topics. Durable once
+        log-start-offset-checkpoint is written: `LogManager.delete_records` does that for the moves it
+        makes."""
         with self._lock:
             if not self.config.delete:
                 raise PolicyViolationError(
@@ -552,13 +564,11 @@ class Log:
                 offset = self.high_watermark
             if offset < 0:
                 raise OffsetOutOfRangeError(f"cannot delete records before negative offset {offset}")
-            moved = self.maybe_increment_log_start_offset(
+            before = self._log_start_offset
+            self.maybe_increment_log_start_offset(
                 offset, LogStartOffsetIncrementReason.CLIENT_RECORD_DELETION
             )
-            low_watermark = self._log_start_offset
-        if moved and self.on_log_start_offset_change is not None:
-            self.on_log_start_offset_change(self)
-        return low_watermark
+            return RecordsDeleted(before, self._log_start_offset)
 
     def maybe_increment_log_start_offset(self, new: int, reason: LogStartOffsetIncrementReason) -> bool:
         """Raise the log start offset (never past the high watermark, never backwards)."""
