@@ -70,6 +70,7 @@ from ebb_broker.log.errors import (
     PartitionLimitError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
+    shown,
 )
 from ebb_broker.log.file_handles import FILES_PER_PARTITION, descriptor_limit, segment_file_budget
 from ebb_broker.log.log import Log, RecordsDeleted, wall_clock_ms
@@ -521,7 +522,7 @@ class LogManager:
         try:
             return self._topics[name]
         except KeyError:
-            raise UnknownTopicOrPartitionError(f"unknown topic {name!r}") from None
+            raise UnknownTopicOrPartitionError(f"unknown topic {shown(name)}") from None
 
     def topic_config(self, name: str) -> LogConfig:
         with self._lock:

@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ebb_broker.log.errors import shown
 from ebb_broker.protocol.apis import api_versions
 from ebb_broker.protocol.context import Activity, Broker, RequestContext, Session
 from ebb_broker.protocol.encoded import EncodedBody
@@ -408,7 +409,7 @@ class KafkaServer:
             # A large frame (a big produce) is decoded on a worker thread: other clients are served meanwhile.
             request = await asyncio.to_thread(decode) if len(frame) >= OFF_LOOP_BYTES else decode()
         except Exception as exc:  # the codec raises many types on garbage; all mean "malformed"
-            raise BadFrameError(f"malformed {spec.name} v{api_version} request: {exc!r}") from exc
+            raise BadFrameError(f"malformed {spec.name} v{api_version} request: {shown(exc)}") from exc
         header = request.header
         ctx = RequestContext(
             broker=self.broker,
@@ -428,7 +429,7 @@ class KafkaServer:
         except Exception as exc:
             # A handler bug must not take the broker down; Kafka closes the connection too.
             log.exception("%s v%d handler failed", spec.name, api_version)
-            raise BadFrameError(f"{spec.name} handler failed: {exc!r}") from exc
+            raise BadFrameError(f"{spec.name} handler failed: {shown(exc)}") from exc
         finally:
             self.broker.metrics.observe_request(spec.name, time.perf_counter() - started)
         if response is None:
@@ -437,7 +438,7 @@ class KafkaServer:
             return encode_response(response, api_version, correlation_id)
         except Exception as exc:
             log.exception("%s v%d response could not be encoded", spec.name, api_version)
-            raise BadFrameError(f"{spec.name} response encoding failed: {exc!r}") from exc
+            raise BadFrameError(f"{spec.name} response encoding failed: {shown(exc)}") from exc
 
 
 def encode_response(response: Any, api_version: int, correlation_id: int) -> list[Part]:

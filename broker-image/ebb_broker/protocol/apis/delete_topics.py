@@ -28,7 +28,7 @@ from kafka.errors import InvalidRequestError, UnknownTopicIdError, UnknownTopicO
 from kafka.protocol.admin.topics import DeleteTopicsRequest
 
 from ebb_broker.coordinator.transaction_records import TRANSACTION_STATE_TOPIC
-from ebb_broker.log.errors import LogError
+from ebb_broker.log.errors import LogError, shown
 from ebb_broker.protocol.authz import CLUSTER, TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.duplicates import DUPLICATE_TOPIC, split_repeats
@@ -48,7 +48,7 @@ def _delete(broker: Broker, name: str | None) -> tuple[int, str | None]:
     if name == TRANSACTION_STATE_TOPIC:
         return InvalidRequestError.errno, f"{name} holds every transaction's state and cannot be deleted"
     if name not in broker.logs.topics():
-        return UnknownTopicOrPartitionError.errno, f"topic {name!r} does not exist"
+        return UnknownTopicOrPartitionError.errno, f"topic {shown(name)} does not exist"
     try:
         broker.logs.delete_topic(name)
     except LogError as exc:

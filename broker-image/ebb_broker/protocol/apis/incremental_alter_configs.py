@@ -31,7 +31,7 @@ from typing import Any
 from kafka.errors import InvalidRequestError
 from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest
 
-from ebb_broker.log.errors import InvalidConfigError
+from ebb_broker.log.errors import InvalidConfigError, shown
 from ebb_broker.protocol.alter import apply_topic_overrides, config_refusal
 from ebb_broker.protocol.authz import Op
 from ebb_broker.protocol.configs import LIST_KEYS
@@ -50,13 +50,13 @@ def _apply(
     for key, op, value in ops:
         if op == SET:
             if value is None:
-                raise InvalidConfigError(f"config {key!r}: SET needs a value")
+                raise InvalidConfigError(f"config {shown(key)}: SET needs a value")
             new[key] = value
         elif op == DELETE:
             new.pop(key, None)
         elif op in (APPEND, SUBTRACT):
             if key not in LIST_KEYS:
-                raise InvalidConfigError(f"config {key!r} is not a list: APPEND/SUBTRACT do not apply")
+                raise InvalidConfigError(f"config {shown(key)} is not a list: APPEND/SUBTRACT do not apply")
             items = [i for i in new.get(key, effective.get(key, "")).split(",") if i]
             for item in (value or "").split(","):
                 if op == APPEND and item and item not in items:
@@ -65,7 +65,7 @@ def _apply(
                     items.remove(item)
             new[key] = ",".join(items)
         else:
-            raise InvalidConfigError(f"config {key!r}: unknown operation {op}")
+            raise InvalidConfigError(f"config {shown(key)}: unknown operation {op}")
     return new
 
 
