@@ -4,7 +4,11 @@ librdkafka's `Consumer.close()` leaves the group and waits for the rebalance to 
 the coordinator never answers (or a rebalance callback is stuck) it blocks without a bound, and a
 signal-based test timeout cannot interrupt it. `close_within` runs the call on a daemon thread and gives
 up after a bound: the test fails with a clear message instead of holding the run (the abandoned thread
-dies with the process). `until` polls for an event a test can only observe by asking, within a bound.
+dies with the process).
+
+`until` is every other bounded wait: it polls for what a test (or the harness) can only observe by
+asking, and fails naming it. Where something can be told (a thread ends, a callback fires), wait on an
+Event instead; never sleep for ordering.
 """
 
 from __future__ import annotations
@@ -44,14 +48,33 @@ def close_within(client: Closeable, seconds: float = 20.0, *, what: str = "clien
         raise errors[0]
 
 
-def until(what: str, check: Callable[[], T | None], timeout: float = 30.0, interval: float = 0.05) -> T:
-    """Poll ``check`` until it returns something truthy, and return that; TimeoutError naming ``what``
-    after ``timeout`` seconds (for events a test can only observe by asking: a metric, a file)."""
-    deadline = time.monotonic() + timeout
+def until(
+    what: str,
+    check: Callable[[], T | None],
+    timeout: float = 30.0,
+    interval: float = 0.05,
+    *,
+    ignore: tuple[type[BaseException], ...] = (),
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], object] = time.sleep,
+) -> T:
+    """Poll ``check`` until it returns something truthy, and return that: the one bounded wait of the
+    tests and the harness, for what they can only observe by asking (a metric, a file, a port, a topic's
+    leader). ``ignore``: exceptions ``check`` may raise meanwhile, meaning "not yet" (a broker still
+    starting). After ``timeout`` seconds, TimeoutError naming ``what`` and the last value or error seen.
+    ``interval`` 0 suits a ``check`` that itself blocks for a while (a consumer's poll). ``clock`` and
+    ``sleep`` are the real ones except in the helper's own tests."""
+    deadline = clock() + timeout
     while True:
-        got = check()
+        error: BaseException | None = None
+        got: T | None = None
+        try:
+            got = check()
+        except ignore as exc:
+            error = exc
         if got:
             return got
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"not {what} after {timeout:.0f} s (last: {got!r})")
-        time.sleep(interval)
+        if clock() > deadline:
+            last = f"{type(error).__name__}: {error}" if error is not None else repr(got)
+            raise TimeoutError(f"not {what} after {timeout:g} s (last: {last})") from error
+        sleep(interval)

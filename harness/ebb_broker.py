@@ -15,13 +15,13 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
 from types import TracebackType
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.bounded import until
 from harness.child_process import die_with_parent
 
 _LISTENING = re.compile(r"ebb-broker listening on (?P<host>[^\s:]+):(?P<port>\d+)")
@@ -187,16 +187,17 @@ class EbbBroker:
             self.kill()
         else:
             self.stop()
-        deadline = time.monotonic() + 10
-        while True:
+
+        def started() -> EbbBroker | None:
             try:
                 return self.start()
             except BrokerStartError:
                 # The old port may still be in TIME_WAIT for a moment; fall back to any port.
-                if time.monotonic() > deadline:
-                    raise
                 self.port = 0
                 self.listener_ports = {}
+                raise
+
+        return until("the broker started again", started, 10, 0, ignore=(BrokerStartError,))
 
     def metric(self, name: str, **labels: str) -> float:
         """One sample of the broker's Prometheus metrics (0.0 when the series does not exist yet).

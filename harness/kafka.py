@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.bounded import until
 from harness.child_process import die_with_parent
 from harness.ports import free_port
 
@@ -270,16 +271,21 @@ def _launch(cmd: list[str], work_dir: Path) -> subprocess.Popen[bytes]:
 
 def _wait_serving(broker: KafkaBroker, deadline: float) -> str:
     """Empty once the broker logged its start and accepts connections, else what went wrong."""
-    while True:
+
+    def serving_or_exited() -> bool:
         if broker.process.poll() is not None:
-            return f"Apache Kafka exited with {broker.process.returncode} while starting"
+            return True
         log = broker.log_file
         started = log.exists() and _STARTED in log.read_text(errors="replace")
-        if started and _serving(broker.host, broker.port):
-            return ""
-        if time.monotonic() > deadline:
-            return "Apache Kafka did not serve in time"
-        time.sleep(0.1)
+        return started and _serving(broker.host, broker.port)
+
+    try:
+        until("Apache Kafka serving", serving_or_exited, max(deadline - time.monotonic(), 0), 0.1)
+    except TimeoutError:
+        return "Apache Kafka did not serve in time"
+    if broker.process.poll() is not None:
+        return f"Apache Kafka exited with {broker.process.returncode} while starting"
+    return ""
 
 
 @contextmanager

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
 
+from harness.bounded import until
 from harness.ebb_broker import EbbBroker
-from tests.compat.clients import CLIENTS, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION, BrokerError, Client
+from tests.compat.clients import CLIENTS, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION, BrokerError, Client, Member
 
 INVALID_CONFIG = 40
 
@@ -65,16 +65,18 @@ def test_group_rebalances_between_two_members(client: Client, topic: str) -> Non
             b.close()
 
 
-def _poll_until(cond: Callable[[], bool], *members: object, timeout: float = 45) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
+def _poll_until(cond: Callable[[], bool], *members: Member, timeout: float = 45) -> None:
+    """Poll every member (their rebalances complete inside poll) until ``cond``."""
+
+    def polled() -> bool:
         for m in members:
-            m.poll()  # type: ignore[attr-defined]
-        if cond():
-            return
-    raise AssertionError(
-        f"condition not reached in {timeout}s: " + ", ".join(str(m.assignment()) for m in members)
-    )  # type: ignore[attr-defined]
+            m.poll()
+        return cond()
+
+    try:
+        until("the members' assignments", polled, timeout, interval=0)
+    except TimeoutError as exc:
+        raise AssertionError(f"{exc}: {', '.join(str(m.assignment()) for m in members)}") from None
 
 
 def test_commit_then_fetch_committed_offset(client: Client, topic: str) -> None:

@@ -19,9 +19,10 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from harness.bounded import close_within
+from harness.bounded import close_within, until
 from harness.dump_log import dump_consumer_offsets, dump_log
 from harness.kafka import kafka_tool
+from tests.compat.clients import polled
 
 
 @dataclass(frozen=True)
@@ -337,10 +338,7 @@ def test_consumer_groups_describe_members_and_group_metadata_on_disk(target: Tar
     )
     try:
         consumer.subscribe([topic])
-        deadline = time.monotonic() + 60
-        while not consumer.assignment():
-            assert time.monotonic() < deadline, "the consumer never got its partitions"
-            consumer.poll(0.2)
+        until("the consumer's partitions", lambda: polled(consumer).assignment(), 60, 0)
         out = kafka_tool(
             "kafka-consumer-groups", "--bootstrap-server", target.bootstrap_servers,
             "--describe", "--members", "--group", group,

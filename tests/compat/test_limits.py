@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import socket
 import struct
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from kafka.protocol.admin.topics import (
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
+from harness.bounded import until
 from harness.ebb_broker import EbbBroker
 from harness.ports import free_port
 from tests.compat.clients import CLIENTS
@@ -166,7 +166,11 @@ def test_queued_max_request_bytes_pauses_reads_instead_of_failing(tmp_path: Path
             MetadataRequest[1](topics=[MetadataRequest[1].MetadataRequestTopic(name="x" * 1500)]), 1
         )
         slow.send_raw(frame[:100])
-        time.sleep(0.3)  # the broker has read the header and reserved the frame's bytes
+        until(  # the broker has read the header and reserved the frame's bytes
+            "the slow request's bytes reserved",
+            lambda: b.metric("ebb_request_pool_available_bytes") < 0,  # 1000 - its ~1.5 KB
+            10,
+        )
         # ...so another connection's request waits (its channel is muted), it is not refused.
         waiting = wire_factory(b)
         assert not _api_versions_answered(waiting, timeout=1.0)

@@ -32,6 +32,7 @@ import socket
 import ssl
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,10 +111,12 @@ class MemoryPool:
     give bytes back.
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, report: Callable[[int], object] = lambda _available: None) -> None:
         self.capacity = capacity
         self.available = capacity
         self._freed = asyncio.Condition()
+        self._report = report  # the available bytes, after each change (a metric)
+        report(capacity)
 
     async def reserve(self, size: int) -> None:
         if self.capacity < 0:
@@ -121,12 +124,14 @@ class MemoryPool:
         async with self._freed:
             await self._freed.wait_for(lambda: self.available > 0)
             self.available -= size
+            self._report(self.available)
 
     async def release(self, size: int) -> None:
         if self.capacity < 0:
             return
         async with self._freed:
             self.available += size
+            self._report(self.available)
             self._freed.notify_all()
 
 
@@ -167,7 +172,9 @@ class KafkaServer:
 
     async def start(self) -> None:
         self._slots = asyncio.Semaphore(self.limits.max_connections)
-        self._pool = MemoryPool(self.limits.queued_max_request_bytes)
+        self._pool = MemoryPool(
+            self.limits.queued_max_request_bytes, self.broker.metrics.request_pool_available.set
+        )
         for lst in self.listeners:
             sock = socket.create_server((lst.host, lst.port), backlog=1024)
             sock.setblocking(False)
