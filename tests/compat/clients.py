@@ -244,7 +244,14 @@ class ConfluentClient:
                 offsets.append(msg.offset())
 
         for key, value in records:
-            p.produce(topic, value=value, key=key, partition=partition, headers=headers, on_delivery=done)
+            p.produce(
+                topic,
+                value=value,
+                key=key,
+                partition=partition,
+                headers=[(k, v) for k, v in headers] if headers else None,
+                on_delivery=done,
+            )
             p.poll(0)
         remaining = p.flush(30)
         if errors:
@@ -624,7 +631,7 @@ class KafkaPythonClient:
             [ConfigResource(ConfigResourceType.TOPIC, topic, configs=configs)], raise_on_unknown=False
         )
         for err in _leaves(result):
-            if isinstance(err, Exception) and getattr(err, "errno", 0):
+            if isinstance(err, Exception) and getattr(err, "errno", None):
                 raise self._wrap(err)
             # kafka-python 3 reports a per-resource failure as "[Error 40] InvalidConfigurationError: ..."
             m = re.match(r"\[Error (-?\d+)\]", err) if isinstance(err, str) else None

@@ -45,16 +45,16 @@ def test_group_rebalances_between_two_members(client: Client, topic: str) -> Non
     b = None
     try:
         _poll_until(lambda: a.assignment() == {0, 1, 2, 3}, a)
-        b = client.member(group, topic)
+        b = second = client.member(group, topic)
         _poll_until(
             lambda: (
-                a.assignment() | b.assignment() == {0, 1, 2, 3}
-                and not a.assignment() & b.assignment()
+                a.assignment() | second.assignment() == {0, 1, 2, 3}
+                and not a.assignment() & second.assignment()
                 and bool(a.assignment())
-                and bool(b.assignment())
+                and bool(second.assignment())
             ),
             a,
-            b,
+            second,
         )
         b.close()
         b = None

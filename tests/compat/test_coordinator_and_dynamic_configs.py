@@ -108,7 +108,7 @@ def kafka_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
 @pytest.fixture(params=["ebb-broker", "apache-kafka"])
 def target(request: pytest.FixtureRequest) -> Target:
     name = "ebb_target" if request.param == "ebb-broker" else "kafka_target"
-    return request.getfixturevalue(name)  # type: ignore[no-any-return]
+    return request.getfixturevalue(name)
 
 
 def _topic(target: Target, partitions: int) -> str:
@@ -270,8 +270,9 @@ def test_a_second_consumer_with_the_same_instance_id_fences_the_first(fast_targe
         def fenced() -> bool:
             second.consumer.poll(0.1)
             msg = first.consumer.poll(0.1)
-            if msg is not None and msg.error() is not None:
-                errors.append(msg.error())
+            error = msg.error() if msg is not None else None
+            if error is not None:
+                errors.append(error)
             return bool(errors)
 
         until("the first consumer fenced", fenced, 30, interval=0)
@@ -307,10 +308,11 @@ def _low_watermark(target: Target, topic: str) -> int:
 
 def _describe(target: Target, resource: ConfigResource) -> dict[str, ConfigEntry]:
     admin = AdminClient({"bootstrap.servers": target.bootstrap})
-    return admin.describe_configs([resource])[resource].result(30)  # type: ignore[no-any-return]
+    return admin.describe_configs([resource])[resource].result(30)
 
 
-def _entry(target: Target, resource: ConfigResource, key: str) -> tuple[str, int]:
+def _entry(target: Target, resource: ConfigResource, key: str) -> tuple[str | None, object]:
+    """(value, source): librdkafka hands the source over as Kafka's int, not as its ConfigSource enum."""
     entry = _describe(target, resource)[key]
     return entry.value, entry.source
 
@@ -587,11 +589,13 @@ def _latest_consumer_offsets_records(target: Target, groups: set[str]) -> dict[o
 
         def read() -> bool:
             msg = reader.poll(0.5)
-            if msg is not None and msg.error() is not None:
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    at_end.add(msg.partition())
-            elif msg is not None:
-                key = decode_key(msg.key()) if msg.key() else None
+            if msg is None:
+                return False
+            error, raw_key = msg.error(), msg.key()
+            if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                at_end.add(msg.partition() or 0)
+            elif error is None:
+                key = decode_key(raw_key) if raw_key else None
                 if isinstance(key, OffsetCommitKey | GroupMetadataKey) and key.group in groups:
                     latest[key] = msg.value()
             return at_end == partitions

@@ -71,8 +71,9 @@ def _read_all(broker: EbbBroker) -> list[int]:
 
         def read_to_high_watermark() -> bool:
             msg = c.poll(0.5)
-            if msg is not None and not msg.error():
-                out.append(int(msg.value()))
+            value = msg.value() if msg is not None and not msg.error() else None
+            if value is not None:
+                out.append(int(value))
             return len(out) >= high
 
         until(f"{high} records read", read_to_high_watermark, 30, interval=0)

@@ -147,7 +147,7 @@ def test_a_consumer_with_fetch_max_bytes_below_the_partition_limit_reads_everyth
         def consumed() -> bool:
             for msg in consumer.consume(1000, 0.5):
                 assert msg.error() is None, msg.error()
-                got[msg.partition()] += 1
+                got[msg.partition() or 0] += 1  # consumed records always have their partition
             return sum(got.values()) >= 2 * per_partition
 
         until("every record of both partitions", consumed, 60, interval=0)

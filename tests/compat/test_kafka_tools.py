@@ -290,8 +290,8 @@ def test_dump_log_reads_topic_segments_and_consumer_offsets(target: Target, topi
     keys, values incl. nulls, timestamps, per-codec batches), and --offsets-decoder finds a group's commit
     in __consumer_offsets."""
     ts = _now_ms()
-    plain = [(0, b"a", b"1", ts), (0, None, b"no key", ts + 1), (0, b"tomb", None, ts + 2)]
-    zstd = [(0, b"z", b"compressed " * 20, ts + 3), (0, b"y", b"again", ts + 4)]
+    plain: list[Record] = [(0, b"a", b"1", ts), (0, None, b"no key", ts + 1), (0, b"tomb", None, ts + 2)]
+    zstd: list[Record] = [(0, b"z", b"compressed " * 20, ts + 3), (0, b"y", b"again", ts + 4)]
     _produce(target, topic, plain)
     _produce(target, topic, zstd, **{"compression.type": "zstd"})
 

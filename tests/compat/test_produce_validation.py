@@ -9,6 +9,7 @@ does not grow ebb-broker's memory.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import cramjam
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
@@ -105,7 +106,7 @@ def test_keyless_records_on_a_compacted_topic_are_named(side: Side) -> None:
             key=None if i in KEYLESS else b"k%d" % i,
             value=b"v%d" % i,
             partition=0,
-            on_delivery=lambda err, _msg, i=i: results.__setitem__(i, err.code() if err else 0),
+            on_delivery=functools.partial(_record_result, results, i),
         )
     assert producer.flush(30) == 0
 
@@ -141,6 +142,11 @@ def test_keyless_records_on_a_compacted_topic_are_named(side: Side) -> None:
     )
     assert old.error_code == INVALID_RECORD  # type: ignore[attr-defined]  # v7: the code, no record errors
     assert _log_end(side, topic) == 0
+
+
+def _record_result(results: dict[int, int], i: int, err: KafkaError | None, _msg: object) -> None:
+    """A delivery report: record i's error code, 0 once stored."""
+    results[i] = err.code() if err else 0
 
 
 @dataclass(frozen=True)

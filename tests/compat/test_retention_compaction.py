@@ -28,7 +28,7 @@ def _produce(
         p.flush(10)  # one batch per record, so segments roll at small segment.bytes
 
 
-def _read(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, bytes | None, tuple]]:
+def _read(bootstrap: str, topic: str) -> list[tuple[int | None, bytes | None, bytes | None, tuple]]:
     c = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -39,13 +39,13 @@ def _read(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, bytes | N
     try:
         low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
         c.assign([TopicPartition(topic, 0, low)])
-        out: list[tuple[int, bytes | None, bytes | None, tuple]] = []
+        out: list[tuple[int | None, bytes | None, bytes | None, tuple]] = []
 
         def read_to_high_watermark() -> bool:
             msg = c.poll(0.3)
             if msg is not None and not msg.error():
                 out.append((msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ())))
-            return bool(out) and out[-1][0] >= high - 1
+            return bool(out) and (out[-1][0] or 0) >= high - 1
 
         if high > low:
             until(f"{topic} read to its high watermark {high}", read_to_high_watermark, 20, interval=0)

@@ -4,6 +4,7 @@ producer's), and the flush and timestamp settings as DescribeConfigs reports the
 
 from __future__ import annotations
 
+import functools
 import uuid
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -28,7 +29,7 @@ def _create(side: Side, configs: dict[str, dict[str, str]]) -> None:
         for name in configs:  # Kafka answers NOT_LEADER for a moment after creating a topic
             until(
                 f"{name}'s leader",
-                lambda name=name: consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=10),
+                functools.partial(consumer.get_watermark_offsets, TopicPartition(name, 0), timeout=10),
                 30,
                 0.1,
                 ignore=(KafkaException,),
@@ -75,7 +76,7 @@ def test_compression_type_recompresses_like_kafka(side: Side) -> None:
             "enable.auto.commit": False,
         }
     )
-    got: dict[str, list[tuple[bytes, bytes]]] = {name: [] for name in topics}
+    got: dict[str | None, list[tuple[bytes | None, bytes | None]]] = {name: [] for name in topics}
     try:
         consumer.assign([TopicPartition(name, 0, 0) for name in topics])
 

@@ -73,10 +73,11 @@ def _read(target: Target, topic: str, isolation: str, settle: float = 0.0) -> li
         def read_to_end() -> bool:
             nonlocal at_end_since
             msg = c.poll(0.2)
-            if msg is not None and msg.error() is None:
-                values.append(msg.value())
+            error = msg.error() if msg is not None else None
+            if msg is not None and error is None:
+                values.append(msg.value() or b"")
                 at_end_since = None
-            elif msg is not None and msg.error().code() == -191:  # _PARTITION_EOF
+            elif error is not None and error.code() == -191:  # _PARTITION_EOF
                 at_end_since = at_end_since or time.monotonic()
             return at_end_since is not None and time.monotonic() - at_end_since >= settle
 

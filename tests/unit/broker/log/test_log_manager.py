@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ebb_broker.log import RecordsDeleted
-from ebb_broker.log.checkpoint import read_offsets
+from ebb_broker.log.checkpoint import atomic_write, read_offsets
 from ebb_broker.log.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
@@ -291,13 +291,13 @@ def test_a_batch_is_checked_as_a_whole_then_written_once(manager, tmp_path: Path
     mgr.create_topic("a.b", 1, {})
     topics_file = tmp_path / "data" / "ebb-topics.json"
     writes: list[Path] = []
-    real_write = lm.atomic_write
+    real_write = atomic_write
     monkeypatch.setattr(lm, "atomic_write", lambda p, d: (writes.append(p), real_write(p, d)))
     batch = [lm.NewTopic(f"t{i}", 1) for i in range(50)]
     batch += [lm.NewTopic("a_b", 1), lm.NewTopic("c.d", 1), lm.NewTopic("c_d", 1), lm.NewTopic("bad\n", 1)]
     results = mgr.create_topics(batch)
     assert writes.count(topics_file) == 1
-    assert all(results[f"t{i}"].partitions == 1 for i in range(50))  # type: ignore[union-attr]
+    assert all(results[f"t{i}"].partitions == 1 for i in range(50))
     assert str(results["a_b"]) == "Topic 'a_b' collides with existing topic: a.b"
     assert str(results["c_d"]) == "Topic 'c_d' collides with existing topic: c.d"  # within the batch too
     assert isinstance(results["bad\n"], InvalidTopicError)

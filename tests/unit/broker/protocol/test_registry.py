@@ -39,7 +39,7 @@ def test_every_module_opens_with_its_registered_range() -> None:
             (spec.min_version, spec.max_version),
             (spec.rejected_below, spec.max_version),
         }, module.__name__
-        assert "Behaviour:" in module.__doc__ and "Version notes:" in module.__doc__
+        assert "Behaviour:" in (module.__doc__ or "") and "Version notes:" in (module.__doc__ or "")
 
 
 @pytest.mark.parametrize("spec", registry.all_specs(), ids=lambda s: s.name)
