@@ -1,4 +1,4 @@
-"""`ebb-broker` / `python -m ebb_broker`: the command line of DESIGN.md section 3."""
+"""`ebb-broker` / `python -m ebb_broker`: the command line (README, ebb-broker configs)."""
 
 from __future__ import annotations
 

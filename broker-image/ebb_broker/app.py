@@ -28,6 +28,7 @@ from ebb_broker.coordinator.offsets_store import OffsetsStore
 from ebb_broker.coordinator.producer_ids import ProducerIdManager
 from ebb_broker.coordinator.timer import LoopTimer
 from ebb_broker.coordinator.transaction_coordinator import TransactionCoordinator
+from ebb_broker.coordinator.unread_loss import UnreadLossCounter
 from ebb_broker.dynamic_config import DynamicBrokerConfig
 from ebb_broker.log import LogManager
 from ebb_broker.log.errors import InvalidConfigError
@@ -36,6 +37,8 @@ from ebb_broker.metrics import BrokerMetrics
 from ebb_broker.protocol import apis  # noqa: F401  (registers every API)
 from ebb_broker.protocol.context import Broker, BrokerIdentity
 from ebb_broker.protocol.server import KafkaServer, Listener, ServerLimits
+from ebb_broker.quota.manager import ClientQuotas
+from ebb_broker.quota.store import ClientQuotaStore, CorruptQuotaFileError
 from ebb_broker.security.authorizer import Authorizer, parse_super_users
 from ebb_broker.security.credentials import CredentialStore, parse_add_scram
 from ebb_broker.security.store import CorruptSecurityFileError
@@ -119,6 +122,11 @@ async def run(options: BrokerOptions) -> None:
     try:
         bootstrap_users = [parse_add_scram(text) for text in options.add_scram]
         credentials = CredentialStore(options.data_dir)
+        quotas = ClientQuotas(
+            ClientQuotaStore.open(options.data_dir),
+            samples=config.quota_window_num,
+            window_seconds=config.quota_window_size_seconds,
+        )
         authorizer = (
             Authorizer(
                 options.data_dir, parse_super_users(config.super_users), config.allow_everyone_if_no_acl_found
@@ -126,7 +134,7 @@ async def run(options: BrokerOptions) -> None:
             if config.authorizer_class_name
             else None
         )
-    except (ValueError, CorruptSecurityFileError) as exc:
+    except (ValueError, CorruptSecurityFileError, CorruptQuotaFileError) as exc:
         raise InvalidConfigError(str(exc)) from None
     if bootstrap_users:
         credentials.apply(bootstrap_users, [])
@@ -172,10 +180,17 @@ async def run(options: BrokerOptions) -> None:
         producer_ids,
         options.data_dir,
         credentials,
-        authorizer,
+        quotas,
+        authorizer=authorizer,
     )
     broker.dynamic_config = dynamic_config
     metrics.watch_fetch_purgatory(broker.fetches)
+    metrics.watch_client_quotas(quotas)
+
+    def count_unread(topic: str, group: str, records: int) -> None:
+        metrics.records_deleted_unread.labels(topic, group).inc(records)
+
+    logs.on_log_start_move = UnreadLossCounter(groups.offsets, loop, count_unread).log_start_moved
     broker.transactions = transactions
     metrics.watch_partitions(
         lambda: (

@@ -218,6 +218,10 @@ class BrokerConfig(KafkaStyleConfig):
     max_connections_per_ip_overrides: str = Field("", alias="max.connections.per.ip.overrides")
     # The most a Fetch response carries, whatever the request's max_bytes says (Kafka's, 55 MiB).
     fetch_max_bytes: KafkaInt = Field(57_671_680, alias="fetch.max.bytes", ge=1024)
+    # Client quotas (KIP-13): the rates they bound are averaged over quota.window.num samples of
+    # quota.window.size.seconds each (Kafka's names and defaults).
+    quota_window_num: KafkaInt = Field(11, alias="quota.window.num", ge=1)
+    quota_window_size_seconds: KafkaInt = Field(1, alias="quota.window.size.seconds", ge=1)
     # Ebb: the most partitions this broker holds (every topic, __consumer_offsets included); creation past
     # it, or past what the descriptor limit allows, is refused before anything is written.
     max_partitions: KafkaInt = Field(10_000, alias="max.partitions", ge=1)

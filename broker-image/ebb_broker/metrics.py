@@ -55,6 +55,40 @@ class _PurgatoryCollector(Collector):
         )
 
 
+class _ClientQuotaCollector(Collector):
+    """The client quotas' rates and throttling (quota.manager), per sharing group, read at scrape time:
+    a group's series go when its rate is dropped (idle for an hour), as Kafka expires its sensors; the
+    limit's series goes as soon as the quota is lifted."""
+
+    def __init__(self, quotas: Any):
+        self._quotas = quotas
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        labels = ["type", "user", "client_id"]
+        rate = GaugeMetricFamily(
+            "ebb_client_quota_byte_rate",
+            "Bytes per second over the quota window (Kafka's byte-rate)",
+            labels=labels,
+        )
+        limit = GaugeMetricFamily(
+            "ebb_client_quota_limit_bytes_per_second", "The quota in force", labels=labels
+        )
+        throttled = CounterMetricFamily(
+            "ebb_client_quota_throttled", "Responses that throttled the client (KIP-219)", labels=labels
+        )
+        seconds = CounterMetricFamily(
+            "ebb_client_quota_throttle_seconds", "Throttle time given to the client", labels=labels
+        )
+        for s in self._quotas.sensors():
+            key = [s.quota_type.label, s.user, s.client_id]
+            rate.add_metric(key, s.rate)
+            if s.limit is not None:
+                limit.add_metric(key, s.limit)
+            throttled.add_metric(key, s.throttled)
+            seconds.add_metric(key, s.throttle_ms_total / 1000)
+        yield from (rate, limit, throttled, seconds)
+
+
 class BrokerMetrics:
     """Every metric the broker exports, in a registry of its own."""
 
@@ -107,6 +141,12 @@ class BrokerMetrics:
         self.retention_bytes_deleted = Counter(
             "ebb_retention_bytes_deleted", "Bytes of segments deleted by retention", registry=r
         )
+        self.records_deleted_unread = Counter(
+            "ebb_records_deleted_unread",
+            "Records (offsets) that left the log below a group's commit: deleted before that group read them",
+            ["topic", "group"],
+            registry=r,
+        )
 
     def observe_request(self, api: str, seconds: float) -> None:
         self.requests.labels(api).inc()
@@ -118,6 +158,10 @@ class BrokerMetrics:
     def watch_fetch_purgatory(self, purgatory: Any) -> None:
         """Parked fetches (``size``) and how many appends woke one (``wakeups``), read at scrape time."""
         self.registry.register(_PurgatoryCollector(purgatory))
+
+    def watch_client_quotas(self, quotas: Any) -> None:
+        """Per client quota sharing group: byte rate, quota, throttled responses and throttle time."""
+        self.registry.register(_ClientQuotaCollector(quotas))
 
     def serve(self, host: str, port: int) -> None:
         """Expose /metrics over HTTP on a daemon thread."""

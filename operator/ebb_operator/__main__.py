@@ -1,7 +1,8 @@
 """`python -m ebb_operator`: run the kopf operator with Prometheus metrics and a liveness endpoint.
 
 Settings are read once here (environment, then command-line flags) and handed to every handler as
-kopf's memo (docs/operator.md lists them).
+kopf's memo (docs/operator.md lists them). With leader election on (the default), kopf processes
+resources only while this replica holds the Lease (ebb_operator/leader.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import sys
 import kopf
 from prometheus_client import start_http_server
 
+from ebb_operator import metrics
+from ebb_operator.leader import Leadership
 from ebb_operator.settings import OperatorSettings, SettingsError
 
 
@@ -53,21 +56,31 @@ def main(argv: list[str] | None = None) -> int:
     }
     settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v})
 
-    kopf.configure(verbose=args.verbose, log_format=kopf.LogFormat.PLAIN)
+    log_format = kopf.LogFormat.JSON if settings.log_format == "json" else kopf.LogFormat.PLAIN
+    kopf.configure(verbose=args.verbose, log_format=log_format)
     logging.getLogger("kafka").setLevel(logging.WARNING)
+    metrics.record_build()
     if args.metrics_port:
         start_http_server(args.metrics_port, addr=args.host)
     from ebb_operator import handlers  # registers the handlers with kopf
     from ebb_operator.handlers.runtime import Runtime
 
     handlers.register(settings)
-    kopf.run(
-        standalone=True,
-        clusterwide=not args.namespace,
-        namespaces=args.namespace,
-        memo=kopf.Memo(runtime=Runtime.create(settings)),
-        liveness_endpoint=f"http://{args.host}:{args.liveness_port}/healthz" if args.liveness_port else None,
-    )
+    liveness = f"http://{args.host}:{args.liveness_port}/healthz" if args.liveness_port else None
+    leadership = Leadership(settings) if settings.leader_election else None
+    if leadership is not None:
+        leadership.start()
+    try:
+        kopf.run(
+            standalone=True,
+            clusterwide=not args.namespace,
+            namespaces=args.namespace,
+            memo=kopf.Memo(runtime=Runtime.create(settings)),
+            liveness_endpoint=liveness,
+        )
+    finally:
+        if leadership is not None:
+            leadership.stop()
     return 0
 
 

@@ -52,6 +52,7 @@ class Access:
     allow: frozenset[Permission] = frozenset()
     forced_retention_minimum_ms: int | None = None
     unrestricted: bool = False  # an inline cluster, allowed only on single-team installs
+    analysis_credentials: bool = False  # the KafkaCluster names a read-only credential for analysis runs
 
     @classmethod
     def inline(cls, namespace: str) -> Access:
@@ -122,10 +123,29 @@ class Access:
                     f"forcedRetentionMinimum of {self._where()} (spec.access[].forcedRetentionMinimum)"
                 )
         app = spec.analysis.spark_application
-        if spec.analysis.engine is Engine.SPARK_APPLICATION and app and (app.image or app.service_account):
-            self.require(Permission.SPARK_OVERRIDES, "sparkApplication.image or serviceAccount")
+        if spec.analysis.engine is Engine.SPARK_APPLICATION and app is not None:
+            self.check_spark_overrides(app.image, app.service_account)
         self.check_selector(spec.topics, "spec.topics")
         self.check_topics(matched, "spec.topics")
+
+    def check_spark_overrides(self, image: str | None, service_account: str | None) -> None:
+        """A run's code and identity are the operator's. A tenant's image would run in the jobs namespace
+        beside other tenants' runs, where a Spark driver may create pods (and so mount any Secret there)
+        and write ConfigMaps (other runs' plans): never. A tenant's service account runs the operator's
+        code, but only with the KafkaCluster's read-only analysis credential, never its credentials."""
+        if image:
+            raise Forbidden(
+                "spec.analysis.sparkApplication.image: SparkApplication runs use the operator's image only "
+                "(a tenant's image would share the jobs namespace with other tenants' runs); remove it"
+            )
+        if service_account:
+            field = "spec.analysis.sparkApplication.serviceAccount"
+            self.require(Permission.SPARK_OVERRIDES, field)
+            if not self.unrestricted and not self.analysis_credentials:
+                raise Forbidden(
+                    f"{field} needs spec.analysisCredentials on KafkaCluster {self.cluster}: a run under "
+                    "a tenant's service account gets only the cluster's read-only analysis credential"
+                )
 
 
 def grant_admits(grant: Grant, namespace: str, labels: Mapping[str, str]) -> bool:
@@ -160,4 +180,5 @@ def access_for(
         groups=groups,
         allow=allow,
         forced_retention_minimum_ms=min(minimums) if minimums else None,
+        analysis_credentials=spec.analysis_credentials is not None,
     )

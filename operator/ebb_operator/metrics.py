@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import functools
+import importlib.metadata
+import os
+import platform
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import ParamSpec, TypeVar
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter, Gauge, Histogram, Info
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
+BUILD = Info("ebb_operator_build", "The operator's version, the commit it was built from, its Python")
+LEADER = Gauge("ebb_operator_leader", "1 while this replica holds the leader Lease and acts, else 0")
 RECONCILES = Counter("ebb_operator_reconciles", "Reconciliations started", ["kind"])
+RECONCILE_SECONDS = Histogram(
+    "ebb_operator_reconcile_duration_seconds",
+    "Time one reconciliation took, by kind (a RetentionPolicy's: one whole run, analysis included)",
+    ["kind"],
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800),
+)
 FAILURES = Counter(
     "ebb_operator_reconcile_failures", "Reconciliations that ended in an error", ["kind", "reason"]
 )
@@ -67,3 +84,37 @@ def set_held_by_group(namespace: str, policy: str, counts: Mapping[str, int]) ->
         _held_groups[key] = set(counts)
     else:
         _held_groups.pop(key, None)
+
+
+def reconciles(kind: str) -> Callable[[Callable[P, Awaitable[T]]], Callable[P, Awaitable[T]]]:
+    """Count every call of a reconciling coroutine and time it, however it ends."""
+
+    def wrap(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+        @functools.wraps(fn)
+        async def timed(*args: P.args, **kwargs: P.kwargs) -> T:
+            RECONCILES.labels(kind).inc()
+            began = time.monotonic()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                RECONCILE_SECONDS.labels(kind).observe(time.monotonic() - began)
+
+        return timed
+
+    return wrap
+
+
+def record_build() -> None:
+    """ebb_operator_build_info: the installed version, the commit the image was built from (EBB_COMMIT,
+    a build argument of operator/Dockerfile; `unknown` when not given) and the Python running it."""
+    try:
+        version = importlib.metadata.version("ebb")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    BUILD.info(
+        {
+            "version": version,
+            "commit": os.environ.get("EBB_COMMIT") or "unknown",
+            "python": platform.python_version(),
+        }
+    )

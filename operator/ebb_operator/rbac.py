@@ -3,10 +3,11 @@
 `make crds` writes them to charts/ebb/files/*.yaml, which the Helm chart renders into its ClusterRoles and
 Roles; the k8s tests run the operator and the tenants under ServiceAccounts bound to exactly these rules.
 
-Least privilege: the operator reads Secrets only in its own namespace (the KafkaClusters' credentials);
-cluster-wide it may create and delete Secrets (a SparkApplication run's request, in the policy's
-namespace) but not read them. Reading Secrets in tenant namespaces is added only where inline clusters
-are allowed (single-team installs: `spec.cluster.secretRef` names a Secret of the object's namespace).
+Least privilege: the operator reads Secrets only in its own namespace (the KafkaClusters' credentials),
+and touches no Secret in a tenant's: a SparkApplication run's request is a Secret of the jobs namespace,
+which it creates and deletes there without the right to read it back. Reading Secrets in tenant
+namespaces is added only where inline clusters are allowed (single-team installs: `spec.cluster.secretRef`
+names a Secret of the object's namespace).
 """
 
 from __future__ import annotations
@@ -36,18 +37,8 @@ NAMESPACED_RULES: list[dict[str, Any]] = [
     # RetentionPolicy runs: the operator creates each run's DeleteRecords from the plan the analysis job
     # hands back, and deletes old ones beyond historyLimit (no reliance on garbage collection).
     {"apiGroups": [GROUP], "resources": ["deleterecords"], "verbs": ["create", "delete"]},
-    # engine SparkApplication: one SparkApplication per run, followed through its status, pruned.
-    {
-        "apiGroups": ["sparkoperator.k8s.io"],
-        "resources": ["sparkapplications"],
-        "verbs": ["get", "list", "watch", "create", "delete"],
-    },
-    # A SparkApplication run's request (connection included) is a Secret the driver mounts: created and
-    # deleted by the operator, never read back (no get).
-    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "delete"]},
-    # The plan a SparkApplication run leaves in a ConfigMap, read then deleted; a policy's memory of its
-    # empty groups across runs.
-    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update", "delete"]},
+    # A policy's memory of its empty groups across runs (a ConfigMap beside it).
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update"]},
     # Events for every action that deletes data or changes configs (kopf posts core/v1 Events).
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
 ]
@@ -106,6 +97,13 @@ WEBHOOK_MANAGED_RULES: list[dict[str, Any]] = [
     },
 ]
 
+# In the operator's own namespace only (a Role): leader election (ebb_operator/leader.py). Every replica
+# reads the Lease and writes it to take or renew it; the leader posts an Event on it when it changes.
+LEADER_ELECTION_RULES: list[dict[str, Any]] = [
+    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+]
+
 # Only with operator.allowInlineClusters (single-team installs): spec.cluster.secretRef in any namespace.
 INLINE_CLUSTER_RULES: list[dict[str, Any]] = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
 
@@ -124,13 +122,44 @@ TENANT_VIEW_RULES: list[dict[str, Any]] = [
     {"apiGroups": [GROUP], "resources": [f"{p}/status" for p in _TENANT], "verbs": ["get"]},
 ]
 
+# In the jobs namespace only (a Role): SparkApplication runs, whose objects never live in a tenant's.
+JOB_NAMESPACE_RULES: list[dict[str, Any]] = [
+    # One SparkApplication per run, followed through its status, pruned (historyLimit), deleted with its
+    # policy (by the labels naming it: owner references cannot cross namespaces).
+    {
+        "apiGroups": ["sparkoperator.k8s.io"],
+        "resources": ["sparkapplications"],
+        "verbs": ["get", "list", "create", "delete", "deletecollection"],
+    },
+    # A run's request (connection included) is a Secret the driver mounts: created and deleted by the
+    # operator, never read back (no get, no list).
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "deletecollection"]},
+    # A run's ConfigMap, where the driver leaves its progress and plan: created, read, deleted; listed (its
+    # labels) to find the runs of deleted policies.
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create", "deletecollection"]},
+]
+
+# The Spark driver's ServiceAccount in the jobs namespace: what spark-submit on Kubernetes needs to run
+# executors (pods, their services, ConfigMaps, volume claims); the analysis job itself only patches its
+# run's ConfigMap (progress, plan).
+SPARK_DRIVER_RULES: list[dict[str, Any]] = [
+    {
+        "apiGroups": [""],
+        "resources": ["pods", "services", "configmaps", "persistentvolumeclaims"],
+        "verbs": ["get", "list", "watch", "create", "delete", "deletecollection", "patch", "update"],
+    }
+]
+
 FILES: dict[str, list[dict[str, Any]]] = {
     "operator-namespaced-rules.yaml": NAMESPACED_RULES,
     "operator-cluster-scoped-rules.yaml": CLUSTER_SCOPED_RULES,
     "operator-own-namespace-rules.yaml": OWN_NAMESPACE_RULES,
+    "operator-leader-election-rules.yaml": LEADER_ELECTION_RULES,
     "operator-inline-cluster-rules.yaml": INLINE_CLUSTER_RULES,
     "operator-webhook-certificate-rules.yaml": WEBHOOK_CERTIFICATE_RULES,
     "operator-webhook-ca-rules.yaml": WEBHOOK_CA_RULES,
+    "operator-job-namespace-rules.yaml": JOB_NAMESPACE_RULES,
+    "spark-driver-rules.yaml": SPARK_DRIVER_RULES,
     "tenant-edit-rules.yaml": TENANT_EDIT_RULES,
     "tenant-view-rules.yaml": TENANT_VIEW_RULES,
 }
@@ -143,6 +172,18 @@ def cluster_role(name: str = "ebb-operator") -> dict[str, Any]:
         "metadata": {"name": name},
         "rules": RULES,
     }
+
+
+def leader_election_role(name: str, namespace: str, account: str) -> list[dict[str, Any]]:
+    """The Role with LEADER_ELECTION_RULES in the operator's namespace, bound to its ServiceAccount."""
+    meta = {"name": name, "namespace": namespace}
+    return [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
+         "rules": LEADER_ELECTION_RULES},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]},
+    ]  # fmt: skip
 
 
 def rules_yaml(rules: list[dict[str, Any]] | None = None) -> str:

@@ -11,6 +11,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ebb_operator.election import JITTER
+
 ENV = {
     "namespace": "EBB_OPERATOR_NAMESPACE",
     "default_cluster": "EBB_DEFAULT_CLUSTER",
@@ -19,6 +21,8 @@ ENV = {
     "poll_seconds": "EBB_RETENTION_POLL_SECONDS",
     "image": "EBB_OPERATOR_IMAGE",
     "spark_service_account": "EBB_SPARK_SERVICE_ACCOUNT",
+    "spark_job_namespace": "EBB_SPARK_JOB_NAMESPACE",
+    "spark_image_pull_secrets": "EBB_SPARK_IMAGE_PULL_SECRETS",
     "allow_inline_clusters": "EBB_ALLOW_INLINE_CLUSTERS",
     "admin_idle_seconds": "EBB_ADMIN_IDLE_SECONDS",
     "reclaim_poll_seconds": "EBB_RECLAIM_POLL_SECONDS",
@@ -28,9 +32,17 @@ ENV = {
     "webhook_host": "EBB_WEBHOOK_HOST",
     "webhook_managed": "EBB_WEBHOOK_MANAGED",
     "webhook_cert_dir": "EBB_WEBHOOK_CERT_DIR",
+    "log_format": "EBB_LOG_FORMAT",
+    "leader_election": "EBB_LEADER_ELECTION",
+    "lease_name": "EBB_LEADER_LEASE_NAME",
+    "lease_seconds": "EBB_LEADER_LEASE_SECONDS",
+    "renew_deadline_seconds": "EBB_LEADER_RENEW_DEADLINE_SECONDS",
+    "retry_period_seconds": "EBB_LEADER_RETRY_PERIOD_SECONDS",
+    "pod_name": "EBB_POD_NAME",
 }
 # The chart's webhook Service, `<service>.<namespace>.svc`, is the default address the API server calls.
 WEBHOOK_SERVICE = "ebb-operator-webhook"
+LOG_FORMATS = ("plain", "json")
 
 
 class SettingsError(ValueError):
@@ -51,8 +63,13 @@ class OperatorSettings:
     poll_seconds: float = 1.0
     # The operator image; also the Spark driver and executor image of engine SparkApplication.
     image: str | None = None
-    # The service account of Spark drivers and executors (created by the chart in tenant namespaces).
+    # The service account of Spark drivers and executors (created by the chart in the jobs namespace).
     spark_service_account: str | None = None
+    # Where SparkApplication runs live (their SparkApplication, request Secret, plan ConfigMap and pods):
+    # never a tenant's namespace, since a run's request holds the cluster's credentials. None: `namespace`.
+    spark_job_namespace: str | None = None
+    # Image pull secrets of Spark driver and executor pods (Secrets of the jobs namespace), comma-separated.
+    spark_image_pull_secrets: tuple[str, ...] = ()
     # Whether tenant objects may name a cluster inline (spec.cluster) instead of a KafkaCluster.
     allow_inline_clusters: bool = False
     # Admin connections to a cluster no object used for this long are closed.
@@ -81,6 +98,21 @@ class OperatorSettings:
     listen_host: str = "0.0.0.0"
     # The namespaces the operator serves (`--namespace`); empty: all.
     namespaces: tuple[str, ...] = ()
+    # `plain` lines or one JSON object per line (kopf's JSON formatter: message, severity, timestamp and the
+    # object a line is about), for log pipelines that parse fields.
+    log_format: str = "plain"
+    # One replica acts, the others wait for the Lease (ebb_operator/leader.py, docs/operator.md).
+    leader_election: bool = True
+    # The Lease in the operator's namespace; two installs sharing a namespace need names of their own.
+    lease_name: str = "ebb-operator"
+    # client-go's leaseDuration, renewDeadline and retryPeriod (ebb_operator/election.py): a replica takes
+    # over a lease it has seen unchanged for lease_seconds; the leader stops acting when it has not renewed
+    # for renew_deadline_seconds, before that can happen.
+    lease_seconds: float = 12.0
+    renew_deadline_seconds: float = 8.0
+    retry_period_seconds: float = 2.0
+    # The replica's identity in the Lease (the chart sets the pod's name); empty: host name and process id.
+    pod_name: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorSettings:
@@ -90,12 +122,38 @@ class OperatorSettings:
             raw = env.get(var, "")
             if raw:
                 values[name] = _parse(var, raw, _KINDS.get(name, str))
-        return cls(**values)  # type: ignore[arg-type]
+        settings = cls(**values)  # type: ignore[arg-type]
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """Combinations no single value shows wrong (SettingsError naming the variables)."""
+        if self.log_format not in LOG_FORMATS:
+            raise SettingsError(
+                f"{ENV['log_format']}={self.log_format!r}: expected one of {', '.join(LOG_FORMATS)}"
+            )
+        # client-go's rules (NewLeaderElector): the leader gives up before its lease can be taken, and
+        # retries at least once, with jitter, before it gives up.
+        if self.lease_seconds <= self.renew_deadline_seconds:
+            raise SettingsError(
+                f"{ENV['lease_seconds']} ({self.lease_seconds:g}) must be greater than "
+                f"{ENV['renew_deadline_seconds']} ({self.renew_deadline_seconds:g})"
+            )
+        if self.renew_deadline_seconds <= JITTER * self.retry_period_seconds:
+            raise SettingsError(
+                f"{ENV['renew_deadline_seconds']} ({self.renew_deadline_seconds:g}) must be greater than "
+                f"{JITTER:g} x {ENV['retry_period_seconds']} ({self.retry_period_seconds:g})"
+            )
 
     @property
     def webhook_address(self) -> str:
         """Where the API server calls the webhook (the certificate's name)."""
         return self.webhook_host or f"{WEBHOOK_SERVICE}.{self.namespace}.svc"
+
+    @property
+    def job_namespace(self) -> str:
+        """The namespace of SparkApplication runs: the chart's spark.jobNamespace, else the operator's."""
+        return self.spark_job_namespace or self.namespace
 
 
 _KINDS: dict[str, type] = {
@@ -105,9 +163,14 @@ _KINDS: dict[str, type] = {
     "reclaim_poll_seconds": float,
     "retry_backoff_seconds": float,
     "kafka_request_timeout_seconds": float,
+    "lease_seconds": float,
+    "renew_deadline_seconds": float,
+    "retry_period_seconds": float,
     "allow_inline_clusters": bool,
     "webhook_port": int,
     "webhook_managed": bool,
+    "leader_election": bool,
+    "spark_image_pull_secrets": tuple,
 }
 
 
@@ -124,6 +187,8 @@ def _parse(var: str, raw: str, kind: type) -> object:
         if value <= 0:
             raise SettingsError(f"{var}={raw!r}: expected a positive number of seconds")
         return value
+    if kind is tuple:
+        return tuple(name.strip() for name in raw.split(",") if name.strip())
     if kind is bool:
         if raw.lower() not in ("true", "false"):
             raise SettingsError(f"{var}={raw!r}: expected true or false")

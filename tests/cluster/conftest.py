@@ -9,11 +9,13 @@ machine where the node cannot run fails here with the reason, never skips.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
+import secrets
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +34,20 @@ CHART = ROOT / "charts" / "ebb"
 EXAMPLES = ROOT / "examples"
 SCRIPTS = Path(__file__).parent / "pod_scripts"
 NAMESPACE = RELEASE = "ebb"
+# The chart's spark.jobNamespace: where SparkApplication runs live, under Pod Security `restricted`.
+JOBS = "ebb-jobs"
 BOOTSTRAP = f"ebb-broker.{NAMESPACE}.svc.cluster.local:9092"  # what the chart's NOTES print
 TOOLBOX = "toolbox"
 
 Say = Callable[[str], None]
 # The modules in the order they run. test_host_restored starts and kills a node of its own, so it runs
 # before the session's node exists. The SparkApplication runs start with the first test that has the
-# release (fixture spark_runs) and take minutes: the quick tests run meanwhile, test_spark_application
-# checks them, and only then does test_broker_restart restart the broker they read from. Uninstall last.
+# release (fixture spark_runs) and take minutes: test_failover kills the operator's leader in the middle
+# of one, the quick tests run meanwhile, test_spark_application checks them, and only then does
+# test_broker_restart restart the broker they read from. Uninstall last.
 ORDER = (
     "test_host_restored.py",
+    "test_failover.py",
     "test_chart_on_node.py",
     "test_examples_on_node.py",
     "test_observability.py",
@@ -138,8 +144,16 @@ def install_release(cluster: Cluster, say: Say) -> Release:
             "extraEnv": [{"name": k, "value": v} for k, v in SMALL_SPARK_ENV.items()],
         },
         "broker": {"image": {"repository": broker.rsplit(":", 1)[0], "tag": broker.rsplit(":", 1)[1]}},
-        "spark": {"enabled": True},
+        "spark": {"enabled": True, "jobNamespace": JOBS},
     }
+    # As an admin would: the jobs namespace first (the chart puts its Spark RBAC there), enforcing the
+    # strictest Pod Security profile on every driver and executor pod.
+    jobs = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": JOBS, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
+    }
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(jobs))
     values_file = cluster.workdir / "values.yaml"
     values_file.write_text(yaml.safe_dump(values))
     cluster.helm(
@@ -200,19 +214,23 @@ def start_client(rel: Release, name: str, *command: str) -> None:
     rel.kubectl("wait", "--for=condition=Ready", f"pod/{name}", "--timeout=120s", timeout=150)
 
 
-# --- SparkApplication runs ------------------------------------------------------------------------------
+# --- SparkApplication runs ---------------------------------------------------------------------------
 
 SPARK_TOPIC, SPARK_GROUP = "sa-orders", "sa-app"
 HOUR_MS = 3_600_000
+TENANT = "team-spark"  # the namespace of the SparkApplication policies: a tenant's, not the operator's
+TENANT_USER = f"system:serviceaccount:{TENANT}:tenant"
+ANALYSIS_SECRET = "ebb-analysis-client"
 
 
-def spark_policy(name: str, **spark: Any) -> dict[str, Any]:
-    """A RetentionPolicy with engine SparkApplication on SPARK_TOPIC, counting SPARK_GROUP."""
+def spark_policy(name: str, cluster: str, **spark: Any) -> dict[str, Any]:
+    """A RetentionPolicy of the tenant with engine SparkApplication on SPARK_TOPIC, counting SPARK_GROUP."""
     return {
         "apiVersion": "ebb.dev/v1alpha1",
         "kind": "RetentionPolicy",
-        "metadata": {"name": name},
+        "metadata": {"name": name, "namespace": TENANT},
         "spec": {
+            "clusterRef": {"name": cluster},
             "topics": {"include": [SPARK_TOPIC]},
             "consumers": {"include": [SPARK_GROUP]},
             "consumedRetention": "1h",
@@ -229,29 +247,143 @@ def spark_policy(name: str, **spark: Any) -> dict[str, Any]:
     }
 
 
+def _secret_text(secret: dict[str, Any]) -> str:
+    """A Secret's data, decoded, as one string to search."""
+    return "\n".join(
+        base64.b64decode(v).decode(errors="replace") for v in (secret.get("data") or {}).values()
+    )
+
+
+@dataclass(frozen=True)
+class DuringRun:
+    """What an admin saw while both runs' requests existed (their Secrets in the jobs namespace)."""
+
+    tenant_objects: str  # every Secret, ConfigMap, SparkApplication, pod and policy of the tenant, as JSON
+    tenant_secrets: str  # the tenant's Secrets, decoded
+    requests: dict[str, str]  # policy -> its run's request Secret in the jobs namespace, decoded
+    holding_admin_password: list[tuple[str, str]]  # (namespace, name) of every Secret that holds it
+
+
 @dataclass(frozen=True)
 class SparkRuns:
     operator: ServerProcess
     policies: tuple[str, ...]
+    admin_password: str
+    analysis_password: str
+    during: DuringRun
+    # policy -> the id of its run in whose middle test_failover killed the operator's leader
+    interrupted: dict[str, str] = field(default_factory=dict)
+
+
+def tenant_and_clusters(release: Release) -> str:
+    """The tenant namespace with its ServiceAccount bound to `ebb-edit` and Kubernetes' `edit` (which
+    aggregates it: the tenant may read every Secret and exec into every pod of its namespace), and two
+    KafkaClusters granting it the Spark topics, both with the chart's admin credential: `team-spark`, and
+    `team-spark-readonly`, which also names an analysis credential (read-only user `ebb-analysis`; the one
+    run on it fails before it reaches Kafka) and allows SparkOverrides. Returns the analysis password."""
+    cluster = release.cluster
+    password = secrets.token_urlsafe(18)
+    client = cluster.kubectl_json("-n", NAMESPACE, "get", "secret", "ebb-broker-client")["data"]
+    props = {k: base64.b64decode(v).decode() for k, v in client.items()}
+    props.update({"sasl.username": "ebb-analysis", "sasl.password": password})
+    grant = {"namespaces": [TENANT], "topics": ["sa-.*"]}
+    spec = {"bootstrapServers": BOOTSTRAP, "credentials": {"secretRef": {"name": "ebb-broker-client"}}}
+    docs = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TENANT}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "tenant", "namespace": TENANT}},
+        *(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": f"tenant-{role}", "namespace": TENANT},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": TENANT}],
+            }
+            for role in ("ebb-edit", "edit")
+        ),
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": ANALYSIS_SECRET, "namespace": NAMESPACE},
+            "stringData": props,
+        },
+        {
+            "apiVersion": "ebb.dev/v1alpha1",
+            "kind": "KafkaCluster",
+            "metadata": {"name": TENANT},
+            "spec": {**spec, "access": [grant]},
+        },
+        {
+            "apiVersion": "ebb.dev/v1alpha1",
+            "kind": "KafkaCluster",
+            "metadata": {"name": f"{TENANT}-readonly"},
+            "spec": {
+                **spec,
+                "analysisCredentials": {"secretRef": {"name": ANALYSIS_SECRET}},
+                "access": [{**grant, "allow": ["SparkOverrides"]}],
+            },
+        },
+    ]
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+    return password
+
+
+def during_run(release: Release, policies: tuple[str, ...], admin_password: str) -> DuringRun:
+    """Wait (bounded) until every policy's run has its request Secret in the jobs namespace, then look."""
+    cluster = release.cluster
+
+    def requests() -> dict[str, str] | None:
+        listed = cluster.kubectl_json(
+            "-n", JOBS, "get", "secrets", "-l", f"ebb.dev/policy-namespace={TENANT}"
+        )
+        found = {
+            s["metadata"]["labels"]["ebb.dev/retention-policy"]: _secret_text(s) for s in listed["items"]
+        }
+        return found if set(found) == set(policies) else None
+
+    found = wait_until("the runs' request Secrets in the jobs namespace", requests, 300)
+    kinds = "secrets,configmaps,sparkapplications,pods,retentionpolicies"
+    tenant = cluster.kubectl_json("-n", TENANT, "get", kinds)
+    every = cluster.kubectl_json("get", "secrets", "--all-namespaces")["items"]
+    return DuringRun(
+        tenant_objects=json.dumps(tenant),
+        tenant_secrets="\n".join(_secret_text(s) for s in tenant["items"] if s["kind"] == "Secret"),
+        requests=found,
+        holding_admin_password=[
+            (s["metadata"]["namespace"], s["metadata"]["name"])
+            for s in every
+            if admin_password in _secret_text(s)
+        ],
+    )
 
 
 @pytest.fixture(scope="session")
 def spark_runs(release: Release, tmp_path_factory: pytest.TempPathFactory, say: Say) -> Iterator[SparkRuns]:
-    """The real Spark operator (harness.spark_operator), and two RetentionPolicies with engine
-    SparkApplication applied: `spark`, and `spark-no-rights`, whose driver runs under the namespace's
+    """The real Spark operator (harness.spark_operator) watching the jobs namespace, and two
+    RetentionPolicies with engine SparkApplication in the tenant's namespace: `spark` (KafkaCluster
+    team-spark), and `spark-no-rights` (team-spark-readonly), whose driver runs under the jobs namespace's
     `default` ServiceAccount, which may not create executor pods. Their runs take minutes on a loaded
     machine: test_examples_on_node requests this fixture so they overlap its own Spark run (the
-    RetentionPolicy example's) and test_chart_on_node's, test_spark_application checks their outcome."""
+    RetentionPolicy example's) and test_chart_on_node's, test_spark_application checks their outcome and
+    what was seen while they ran."""
     began = time.monotonic()
-    with running_spark_operator(
-        release.cluster, [NAMESPACE], tmp_path_factory.mktemp("spark-operator")
-    ) as op:
+    with running_spark_operator(release.cluster, [JOBS], tmp_path_factory.mktemp("spark-operator")) as op:
         say(f"Spark operator ready (its CRDs, its chart's RBAC): {time.monotonic() - began:.1f} s")
+        began = time.monotonic()
         release.pod_json_lines(TOOLBOX, "create-topics", f"{SPARK_TOPIC}:1")
         # 30 records two hours old; the group has read 12 of them.
         produced = release.pod_json_lines(TOOLBOX, "produce", SPARK_TOPIC, "30", "--age-ms", str(2 * HOUR_MS))
         assert produced[-1] == {"done": 30}, produced[-3:]
         release.pod_json_lines(TOOLBOX, "commit", SPARK_TOPIC, SPARK_GROUP, "0:12")
-        policies = [spark_policy("spark"), spark_policy("spark-no-rights", serviceAccount="default")]
-        release.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(policies))
-        yield SparkRuns(op, ("spark", "spark-no-rights"))
+        analysis_password = tenant_and_clusters(release)
+        admin = release.get("secret", "ebb-broker-admin")["data"]["password"]
+        admin_password = base64.b64decode(admin).decode()
+        policies = (
+            spark_policy("spark", TENANT),
+            spark_policy("spark-no-rights", f"{TENANT}-readonly", serviceAccount="default"),
+        )
+        release.cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(policies))
+        names = tuple(p["metadata"]["name"] for p in policies)
+        during = during_run(release, names, admin_password)
+        say(f"tenant, KafkaClusters, policies, both runs' requests seen: {time.monotonic() - began:.1f} s")
+        yield SparkRuns(op, names, admin_password, analysis_password, during)

@@ -143,9 +143,11 @@ def _exported() -> set[str]:
     registries: list[CollectorRegistry] = [OPERATOR_REGISTRY, broker.registry]
     for registry in registries:
         for family in registry.collect():
-            suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_sum", "_count"]}.get(
-                family.type, [""]
-            )
+            suffixes = {
+                "counter": ["_total"],
+                "histogram": ["_bucket", "_sum", "_count"],
+                "info": ["_info"],
+            }.get(family.type, [""])
             names.update(family.name + s for s in suffixes)
     return names
 
@@ -172,13 +174,15 @@ def test_every_query_is_promql_over_exported_metrics(tmp_path: Path) -> None:
     used = {name for q in queries for name in re.findall(r"\bebb_[a-z_]+\b", q)}
     assert used - _exported() == set(), f"queries name metrics nobody exports: {used - _exported()}"
     # The dashboard covers what it promises: reclaimed bytes, held partitions and their groups, run
-    # outcomes, broker disk.
+    # outcomes, broker disk, the operator's reconcile times and leader.
     for metric in (
         "ebb_operator_bytes_reclaimed_total",
         "ebb_operator_policy_held_partitions",
         "ebb_operator_policy_held_partitions_by_group",
         "ebb_operator_policy_runs_total",
         "ebb_log_size_bytes",
+        "ebb_operator_reconcile_duration_seconds_bucket",
+        "ebb_operator_leader",
     ):
         assert metric in used, metric
 

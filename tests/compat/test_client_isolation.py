@@ -16,7 +16,7 @@ import pytest
 from kafka.protocol.consumer.fetch import FetchResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
-from harness.bounded import until
+from harness.bounded import wait_until
 from harness.ebb_broker import EbbBroker
 from harness.ports import free_port
 from tests.compat.clients import CLIENTS
@@ -146,7 +146,7 @@ def test_parked_fetches_wake_only_for_their_partitions(isolated: EbbBroker) -> N
     try:
         for w in wires:
             _fetch(w, parked_topic, [(0, 0)] * 20_000, max_wait_ms=INT_MAX, min_bytes=1)
-        until("four fetches parked", lambda: b.metric("ebb_fetch_purgatory_size") == 4)
+        wait_until("four fetches parked", lambda: b.metric("ebb_fetch_purgatory_size") == 4, 30)
         c.produce(busy_topic, [(None, f"busy-{i}".encode()) for i in range(100)])
         assert b.metric("ebb_fetch_purgatory_wakeups_total") == woken
         assert b.metric("ebb_fetch_purgatory_size") == 4
@@ -182,7 +182,9 @@ def test_fetch_responses_hold_no_descriptor_of_their_own(isolated: EbbBroker) ->
         _fetch(wires[0], topic, [(0, 0)] * 1_700)
         for w in wires[1:]:
             _fetch(w, topic, [(1, 0)])
-        until("the 11 fetches handled", lambda: b.metric("ebb_requests_total", api="Fetch") >= fetches + 11)
+        wait_until(
+            "the 11 fetches handled", lambda: b.metric("ebb_requests_total", api="Fetch") >= fetches + 11, 30
+        )
         assert _open_files(b) <= before + len(wires) + 2
         c.produce(topic, [(None, b"still served")], partition=0)
         assert [r.value for r in c.fetch_at(topic, 0, 1)] == [b"still served"]
@@ -192,7 +194,7 @@ def test_fetch_responses_hold_no_descriptor_of_their_own(isolated: EbbBroker) ->
     finally:
         for w in wires:
             w.close()
-    until("the descriptors given back", lambda: _open_files(b) <= before + 1)
+    wait_until("the descriptors given back", lambda: _open_files(b) <= before + 1, 30)
 
 
 def test_a_large_produce_is_validated_while_others_are_served(isolated: EbbBroker) -> None:
@@ -212,8 +214,10 @@ def test_a_large_produce_is_validated_while_others_are_served(isolated: EbbBroke
         _produced(_produce(small_wire, topic, 0, small))  # connected and served before the large one
         received = b.metric("ebb_network_bytes_in_total")
         _produce(big_wire, topic, 0, large)
-        until(
-            "the large produce read", lambda: b.metric("ebb_network_bytes_in_total") >= received + len(large)
+        wait_until(
+            "the large produce read",
+            lambda: b.metric("ebb_network_bytes_in_total") >= received + len(large),
+            30,
         )
         _produce(small_wire, topic, 0, small)
         ready, _, _ = select.select([small_wire.sock, big_wire.sock], [], [], 60)
@@ -238,15 +242,15 @@ def test_idle_connections_end_parked_fetches_and_unread_responses(
         _megabyte_batches(filler, topic, 1, 8)
     finally:
         filler.close()
-    until("every other connection gone", lambda: b.metric("ebb_connections") == 0)
+    wait_until("every other connection gone", lambda: b.metric("ebb_connections") == 0, 30)
     before, idle = _open_files(b), b.metric("ebb_connections_closed_by_broker_total", reason="idle")
     parked, unread = Wire(b.bootstrap), _unread(b)
     try:
         _fetch(parked, topic, [(0, 0)], max_wait_ms=INT_MAX, min_bytes=1)
         _fetch(unread, topic, [(1, 0)])
-        until("the fetch parked", lambda: b.metric("ebb_fetch_purgatory_size") == 1)
+        wait_until("the fetch parked", lambda: b.metric("ebb_fetch_purgatory_size") == 1, 30)
         # Not a byte is read until the broker closed both (reading would be activity).
-        until("both closed by the broker", lambda: b.metric("ebb_connections") == 0)
+        wait_until("both closed by the broker", lambda: b.metric("ebb_connections") == 0, 30)
         assert b.metric("ebb_connections_closed_by_broker_total", reason="idle") == idle + 2
         assert b.metric("ebb_fetch_purgatory_size") == 0
         assert parked.closed_by_peer(timeout=15)
@@ -254,4 +258,4 @@ def test_idle_connections_end_parked_fetches_and_unread_responses(
     finally:
         parked.close()
         unread.close()
-    until("the descriptors given back", lambda: _open_files(b) <= before)
+    wait_until("the descriptors given back", lambda: _open_files(b) <= before, 30)

@@ -40,6 +40,9 @@ ADVERTISED = {
     33: (0, 2),
     44: (0, 1),
     35: (1, 4),
+    # client quotas (KIP-546), as Kafka 4.x
+    48: (0, 1),
+    49: (0, 1),
     # transactions (KIP-98, KIP-447, KIP-664): the client versions of transaction version 1
     24: (0, 3),
     25: (0, 3),

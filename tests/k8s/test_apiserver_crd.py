@@ -4,6 +4,7 @@ subresource, printer columns) behaves as on a user's cluster, and bad objects ar
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -46,9 +47,8 @@ def test_invalid_object_is_rejected_with_a_readable_message_and_not_stored(
     control_plane: ControlPlane, probe_crd: str, k8s_namespace: str, spec: dict[str, object], message: str
 ) -> None:
     ns = ("--namespace", k8s_namespace)
-    with pytest.raises(CommandFailed) as refused:
+    with pytest.raises(CommandFailed, match="is invalid") as refused:
         control_plane.kubectl("apply", *ns, "-f", "-", stdin=probe("bad", **spec))
-    assert "is invalid" in refused.value.stderr
     assert message in refused.value.stderr
 
     missing = control_plane.kubectl("get", *ns, "probe", "bad", check=False)
@@ -62,9 +62,8 @@ def test_transition_rule_keeps_a_field_immutable(
     ns = ("--namespace", k8s_namespace)
     control_plane.kubectl("apply", *ns, "-f", "-", stdin=probe("p", topic="orders", retention="1h"))
 
-    with pytest.raises(CommandFailed) as refused:
+    with pytest.raises(CommandFailed, match="topic is immutable"):
         control_plane.kubectl("patch", *ns, "probe", "p", "--type=merge", "-p", '{"spec":{"topic":"other"}}')
-    assert "topic is immutable" in refused.value.stderr
 
     # Other fields still change.
     control_plane.kubectl("patch", *ns, "probe", "p", "--type=merge", "-p", '{"spec":{"retention":"2h"}}')
@@ -120,9 +119,8 @@ def test_unknown_fields_are_refused_by_strict_validation_and_pruned_otherwise(
     ns = ("--namespace", k8s_namespace)
     typo = probe("u", topic="orders", retention="1h", minkeep=3)  # misspelt field
 
-    with pytest.raises(CommandFailed) as refused:
+    with pytest.raises(CommandFailed, match=re.escape('unknown field "spec.minkeep"')):
         control_plane.kubectl("apply", *ns, "--validate=strict", "-f", "-", stdin=typo)
-    assert 'unknown field "spec.minkeep"' in refused.value.stderr
 
     control_plane.kubectl("apply", *ns, "--validate=false", "-f", "-", stdin=typo)
     assert "minkeep" not in control_plane.kubectl_json("get", *ns, "probe", "u")["spec"]

@@ -5,6 +5,7 @@ the bindings say, to kubectl and to the Python client kopf uses alike."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import kubernetes
@@ -57,10 +58,9 @@ def test_role_grants_what_it_says_and_nothing_more(control_plane: ControlPlane, 
         ("get", "namespaces"),  # cluster scope not granted
     ]
     for args in denied:
-        with pytest.raises(CommandFailed) as refused:
+        forbidden = f'is forbidden: User "system:serviceaccount:{k8s_namespace}:reader"'
+        with pytest.raises(CommandFailed, match=re.escape(forbidden)):
             control_plane.kubectl(*args, kubeconfig=kubeconfig)
-        assert "is forbidden: User" in refused.value.stderr, args
-        assert f"system:serviceaccount:{k8s_namespace}:reader" in refused.value.stderr
 
 
 def test_python_client_sees_the_same_rbac(control_plane: ControlPlane, k8s_namespace: str) -> None:
@@ -70,9 +70,8 @@ def test_python_client_sees_the_same_rbac(control_plane: ControlPlane, k8s_names
     try:
         core = kubernetes.client.CoreV1Api(client)
         assert core.list_namespaced_config_map(k8s_namespace).items == []
-        with pytest.raises(kubernetes.client.ApiException) as refused:
+        with pytest.raises(kubernetes.client.ApiException, match=r"\(403\)"):
             core.create_namespaced_config_map(k8s_namespace, {"metadata": {"name": "x"}, "data": {"k": "v"}})
-        assert refused.value.status == 403
     finally:
         client.close()
 
@@ -87,14 +86,12 @@ def test_token_not_signed_by_the_cluster_is_unauthorized(
         user="intruder",
         token="eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06YWRtaW4ifQ.c2lnbmF0dXJl",
     )
-    with pytest.raises(CommandFailed) as refused:
+    with pytest.raises(CommandFailed, match="must be logged in to the server"):  # kubectl's words for a 401
         control_plane.kubectl("get", "configmaps", "--namespace", k8s_namespace, kubeconfig=forged)
-    assert "must be logged in to the server" in refused.value.stderr  # kubectl's words for a 401
 
 
 def test_token_request_for_a_missing_service_account_fails_clearly(
     control_plane: ControlPlane, k8s_namespace: str
 ) -> None:
-    with pytest.raises(CommandFailed) as refused:
+    with pytest.raises(CommandFailed, match='serviceaccounts "nobody" not found'):
         control_plane.service_account_kubeconfig(k8s_namespace, "nobody")
-    assert 'serviceaccounts "nobody" not found' in refused.value.stderr

@@ -7,8 +7,7 @@ operator as local processes (no kubelet runs pods here) with the chart's setting
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from harness.bounded import wait_until
 from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
 from harness.operator_process import deployment_settings, running_operator
@@ -34,6 +34,9 @@ EVERY_OPTION = (
     "--set", "operator.serviceMonitor.enabled=true",
     "--set", "prometheusRule.enabled=true",
     "--set", "spark.enabled=true",
+    "--set", "spark.jobNamespace=chart-team-b",
+    "--set", "operator.imagePullSecrets[0].name=regcred",
+    "--set", "operator.defaultCluster.analysisCredentialsSecret=ebb-analysis",
     "--set", "operator.watchNamespaces={chart-team-a,chart-team-b}",
     "--set", "broker.service.type=NodePort",
     "--set", "broker.service.nodePort=30092",
@@ -83,6 +86,12 @@ def test_rendered_chart_is_accepted_by_the_api_server(
         assert {"ServiceMonitor", "PrometheusRule", "Role", "RoleBinding", "Certificate", "Issuer"} <= set(
             kinds(rendered)
         )
+        spark = [d for d in yaml.safe_load_all(rendered) if d and "spark" in d["metadata"]["name"]]
+        assert {d["metadata"]["namespace"] for d in spark} == {"chart-team-b"}, (
+            "Spark RBAC: the jobs namespace"
+        )
+        kc = next(d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "KafkaCluster")
+        assert kc["spec"]["analysisCredentials"] == {"secretRef": {"name": "ebb-analysis"}}
         crds = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "CustomResourceDefinition"]
         assert all("helm.sh/resource-policy" not in d["metadata"].get("annotations", {}) for d in crds)
     else:
@@ -102,6 +111,9 @@ def test_rendered_chart_is_accepted_by_the_api_server(
         ("broker.storage.size=lots", "/broker/storage/size"),
         ("broker.service.type=Ingress", "/broker/service/type"),
         ("broker.terminationGracePeriodSeconds=5", "/broker/terminationGracePeriodSeconds"),
+        ("spark.jobNamespace=Team_A", "/spark/jobNamespace"),
+        # Runs left tenant namespaces: an old values file that still lists them fails loudly.
+        ("spark.namespaces={team-a}", "spark.namespaces was removed: SparkApplication runs live in one jobs"),
     ],
 )
 def test_schema_rejects_bad_values_with_a_clear_message(
@@ -110,15 +122,6 @@ def test_schema_rejects_bad_values_with_a_clear_message(
     result = control_plane.helm("template", "ebb", str(CHART), "--set", option, check=False)
     assert result.returncode != 0
     assert message in result.stderr, result.stderr
-
-
-def _wait(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while (result := check()) is None or result is False:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
-    return result
 
 
 @pytest.fixture
@@ -161,6 +164,9 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
             # Secrets are read in the operator's own namespace only (the KafkaClusters' credentials).
             ("get", "secrets", "yes"),
             ("get", "secrets -n default", "no"),
+            # The leader election's Lease, in its own namespace only.
+            ("update", "leases.coordination.k8s.io", "yes"),
+            ("update", "leases.coordination.k8s.io -n default", "no"),
             ("create", "kafkaclusters.ebb.dev", "no"),
         ]:
             resource, *where = resource.split(" -n ")
@@ -212,7 +218,7 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
                 obj = control_plane.kubectl_json("get", "deleterecords", "orders-consumed", "-n", namespace)
                 return obj if obj.get("status", {}).get("phase") in {"Succeeded", "Failed"} else None
 
-            status = _wait("the DeleteRecords example", dr_done)["status"]
+            status = wait_until("the DeleteRecords example", dr_done, 90, interval=0.5)["status"]
             assert status["phase"] == "Succeeded", (status, operator.log_tail())
             assert sorted((p["partition"], p["lowWatermark"]) for p in status["partitions"]) == [
                 (0, 30),
@@ -225,7 +231,7 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
                 conds = obj.get("status", {}).get("conditions", [])
                 return obj if any(c["type"] == "Ready" and c["status"] == "True" for c in conds) else None
 
-            cc = _wait("the CompactionConfig example", cc_ready)["status"]
+            cc = wait_until("the CompactionConfig example", cc_ready, 90, interval=0.5)["status"]
             assert [(t["topic"], t["state"]) for t in cc["topics"]] == [("customer-profiles", "Applied")]
             resource = ConfigResource(ConfigResource.Type.TOPIC, "customer-profiles")
             entries = admin.describe_configs([resource])[resource].result(30)
@@ -255,7 +261,7 @@ def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPla
     """Cluster-wide: the operator's ClusterRole has exactly ebb_operator.rbac.RULES. Namespaced: per
     namespace a Role with the namespaced rules, and a ClusterRole with the cluster-scoped ones. Either way a
     Role in the release namespace reads the KafkaClusters' Secrets, and nothing reads Secrets elsewhere
-    unless inline clusters are allowed."""
+    unless inline clusters are allowed; another there holds the leader election's Lease."""
     from ebb_operator import rbac
 
     def render(*options: str) -> list[dict[str, Any]]:
@@ -274,7 +280,10 @@ def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPla
         (d["metadata"]["namespace"], d["metadata"]["name"]): d["rules"] for d in docs if d["kind"] == "Role"
     }
     credentials = [*rbac.OWN_NAMESPACE_RULES, *rbac.WEBHOOK_CERTIFICATE_RULES]
-    assert roles == {("ebb", "ebb-operator-credentials"): credentials}
+    assert roles == {
+        ("ebb", "ebb-operator-credentials"): credentials,
+        ("ebb", "ebb-operator-leader-election"): rbac.LEADER_ELECTION_RULES,
+    }
     with_cert_manager = render("--set", "operator.webhook.certManager.enabled=true")
     assert operator_role(with_cert_manager)["rules"] == rbac.RULES
     tenant = {

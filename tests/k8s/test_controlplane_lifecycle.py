@@ -9,11 +9,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from harness.bounded import wait_until
 from harness.controlplane import running_control_plane
 from harness.k8s_binaries import Binaries, BinariesMissing
 
@@ -37,11 +37,8 @@ def alive(pid: int) -> bool:
         return False
 
 
-def wait_gone(pids: list[int], timeout: float = 15) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while (left := [p for p in pids if alive(p)]) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return left
+def wait_gone(pids: list[int], timeout: float = 15) -> None:
+    wait_until(f"processes {pids} gone", lambda: not [p for p in pids if alive(p)], timeout, interval=0.1)
 
 
 def test_block_exit_stops_both_servers_and_deletes_the_data() -> None:
@@ -50,7 +47,7 @@ def test_block_exit_stops_both_servers_and_deletes_the_data() -> None:
         workdir = cp.workdir
         assert all(alive(p) for p in pids)
         assert cp.kubectl("get", "namespace", "default", "-o", "name").stdout.strip() == "namespace/default"
-    assert wait_gone(pids) == []
+    wait_gone(pids)
     assert not workdir.exists()
 
 
@@ -64,7 +61,7 @@ def test_kill_9_of_the_owner_leaves_no_server_behind() -> None:
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    assert wait_gone(started["pids"]) == []
+    wait_gone(started["pids"])
     shutil.rmtree(started["workdir"])  # the killed owner could not delete it
 
 

@@ -9,13 +9,13 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness.bounded import wait_until
 from harness.child_process import die_with_parent
 from harness.controlplane import ControlPlane
 
@@ -103,14 +103,12 @@ def service_account_with_operator_rules(cp: ControlPlane, namespace: str) -> Pat
 
 def wait_for_events(cp: ControlPlane, namespace: str, selector: str, timeout: float = 30) -> list[Any]:
     """kopf posts Events from a background task, shortly after the handler returns."""
-    deadline = time.monotonic() + timeout
-    while True:
-        items: list[Any] = cp.kubectl_json("get", "events", "-n", namespace, "--field-selector", selector)[
-            "items"
-        ]
-        if items or time.monotonic() > deadline:
-            return items
-        time.sleep(0.2)
+    items: list[Any] = wait_until(
+        f"Events {selector}",
+        lambda: cp.kubectl_json("get", "events", "-n", namespace, "--field-selector", selector)["items"],
+        timeout,
+    )
+    return items
 
 
 @pytest.mark.parametrize("identity", ["admin", "serviceaccount"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -23,7 +24,7 @@ from ebb_operator.analysis.commits_admin import read_committed_offsets
 from ebb_operator.analysis.offsets_source import latest_commits, latest_group_metadata, read_offsets_topic
 from ebb_operator.analysis.snapshot import PartitionState, TopicState
 from ebb_operator.kafka import ClusterAdmin, ClusterConnection
-from harness.bounded import close_within
+from harness.bounded import close_within, wait_until
 from harness.ebb_broker import EbbBroker
 
 
@@ -134,21 +135,24 @@ def test_group_metadata_shows_members_and_subscriptions(
     )
     try:
         consumer.subscribe([topic])
-        deadline = time.monotonic() + 60
-        while not consumer.assignment() and time.monotonic() < deadline:
+
+        def joined() -> list[Any]:
             consumer.poll(0.5)
-        assert consumer.assignment(), "the consumer never joined its group"
+            return list(consumer.assignment())
+
+        wait_until("the consumer joined its group", joined, 60, interval=0)
         live = latest_group_metadata(read_offsets_topic(spark, conn)).filter(f"group = '{group}'").collect()
         assert [(r.protocol_type, r.members, r.subscribed_topics) for r in live] == [("consumer", 1, [topic])]
     finally:
         close_within(consumer)
     # After the member leaves, the coordinator stores the group with no members.
-    deadline = time.monotonic() + 30
-    while True:
-        rows = latest_group_metadata(read_offsets_topic(spark, conn)).filter(f"group = '{group}'").collect()
-        if (rows and rows[0].members == 0) or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+    rows = wait_until(
+        "the group stored without members",
+        lambda: latest_group_metadata(read_offsets_topic(spark, conn)).filter(f"group = '{group}'").collect(),
+        30,
+        until=lambda rows: bool(rows) and rows[0].members == 0,
+        interval=0.5,
+    )
     assert [(r.members, r.subscribed_topics) for r in rows] == [(0, [])]
 
 

@@ -95,6 +95,18 @@ class RecordsDeleted:
 
 
 @dataclass(frozen=True)
+class LogStartMove:
+    """The log start offset of a partition moved from ``old`` to ``new``: the offsets in between left the
+    log (DeleteRecords or retention; the cleaner never moves it)."""
+
+    topic: str
+    partition: int
+    old: int
+    new: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class AppendInfo:
     base_offset: int
     last_offset: int
@@ -153,6 +165,9 @@ class Log:
         self._lock = threading.RLock()
         self._unflushed_messages = 0
         self._last_flush_ms = local.clock()
+        # Called with every move of the log start offset, by whichever thread made it, under the log's lock
+        # (so before any reader can see the move): it must neither block nor call into the engine.
+        self.on_log_start_move: Callable[[LogStartMove], None] | None = None
 
     @classmethod
     def open(
@@ -588,8 +603,14 @@ class Log:
                 new,
                 reason.value,
             )
-            self._log_start_offset = new
+            self._moved(new, reason.value)
             return True
+
+    def _moved(self, new: int, reason: str) -> None:
+        """Set the log start offset (the caller holds the lock) and tell ``on_log_start_move``."""
+        old, self._log_start_offset = self._log_start_offset, new
+        if self.on_log_start_move is not None:
+            self.on_log_start_move(LogStartMove(self.topic, self.partition, old, new, reason))
 
     # -- retention ------------------------------------------------------------------------------------------
 
@@ -649,7 +670,7 @@ class Log:
         result.add(reason, doomed)
         # Kafka moves the log start offset before unmapping anything, so no reader sees a hole.
         if survivor.base_offset > self._log_start_offset:
-            self._log_start_offset = survivor.base_offset
+            self._moved(survivor.base_offset, reason.value)
         log.info(
             "retention (%s) deletes %d segment(s) of %s-%s below offset %d",
             reason.value,

@@ -73,7 +73,7 @@ from ebb_broker.log.errors import (
     shown,
 )
 from ebb_broker.log.file_handles import FILES_PER_PARTITION, descriptor_limit, segment_file_budget
-from ebb_broker.log.log import Log, RecordsDeleted, wall_clock_ms
+from ebb_broker.log.log import Log, LogStartMove, RecordsDeleted, wall_clock_ms
 from ebb_broker.log.log_config import LONG_MAX, LogConfig, LogManagerConfig
 from ebb_broker.log.retention import CommittedOffsets, RetentionResult
 
@@ -183,6 +183,8 @@ class LogManager:
         # The batch being created: written to ebb-topics.json, not yet in `_topics` (see create_topics).
         self._creating: dict[str, TopicMetadata] = {}
         self._closed = False
+        # Told of every move of any log's start offset (``Log.on_log_start_move``, same rules).
+        self.on_log_start_move: Callable[[LogStartMove], None] | None = None
         self.cleaner = CleanerManager(
             data_dir, self.logs, clock, dedupe_buffer_size=config.cleaner_dedupe_buffer_size
         )
@@ -262,7 +264,12 @@ class LogManager:
             clock=self.clock,
             schedule_delete=self.reaper.schedule,
         )
+        lg.on_log_start_move = self._log_start_move
         return lg
+
+    def _log_start_move(self, move: LogStartMove) -> None:
+        if self.on_log_start_move is not None:
+            self.on_log_start_move(move)
 
     def delete_records(
         self, offsets: Mapping[tuple[str, int], int]

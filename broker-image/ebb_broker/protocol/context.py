@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ebb_broker.dynamic_config import DynamicBrokerConfig
     from ebb_broker.log import LogManager
     from ebb_broker.metrics import BrokerMetrics
+    from ebb_broker.quota.manager import ClientQuotas
     from ebb_broker.security.authorizer import Authorizer
     from ebb_broker.security.credentials import CredentialStore
     from ebb_broker.security.sasl import MechanismServer
@@ -81,6 +82,7 @@ class Broker:
     producer_ids: ProducerIdManager
     data_dir: Path
     credentials: CredentialStore
+    quotas: ClientQuotas
     # None unless authorizer.class.name is set: then every API checks ACLs (protocol/authz.py).
     authorizer: Authorizer | None = None
     fetches: FetchPurgatory = field(default_factory=FetchPurgatory)
@@ -126,6 +128,11 @@ class RequestContext:
     client_host: str
     session: Session = field(default_factory=lambda: Session("PLAINTEXT", "PLAINTEXT", "?"))
     activity: Activity = field(default_factory=Activity)
+    # The request's size on the wire (header and body, as Kafka's request.sizeInBytes), for byte quotas.
+    request_size: int = 0
+    # Set by a handler that throttles the client (KIP-219): the server answers at once, then reads
+    # nothing more from the connection for this long.
+    throttle_ms: int = 0
 
     def response(self, **fields: Any) -> Any:
         """A response body of this request's API at this request's version."""

@@ -2,7 +2,9 @@
 
 Kafka processes one request per connection at a time (the socket server mutes a channel until its
 response is sent), which is what keeps responses in request order; this server does the same by
-serving each connection's frames sequentially.
+serving each connection's frames sequentially. A handler that throttles its client (a client quota,
+KIP-219) sets a throttle time: the response goes out at once and the connection's next frame is read
+only once that time has passed, as Kafka keeps a throttled channel muted.
 
 No single client can take the broker down or starve the others (Kafka's SocketServer limits, same names):
 - `max.connections`: the accept loop waits for a free slot before it accepts (the kernel's backlog holds
@@ -144,6 +146,8 @@ class Connection:
     writer: asyncio.StreamWriter
     activity: Activity
     task: asyncio.Task[None] | None = None
+    # Set by the last request's handler: how long the connection stays muted after its answer (KIP-219).
+    throttle_ms: int = 0
 
 
 class KafkaServer:
@@ -388,6 +392,11 @@ class KafkaServer:
                     close_parts(out)  # a response never written (the connection closed) holds no file
             if conn.session.close_after_response:
                 return
+            if conn.throttle_ms:
+                # KIP-219: the answer (acks=0: none) went out at once with throttle_time_ms; the channel
+                # stays muted for that long, as Kafka's socket server mutes a throttled channel.
+                await asyncio.sleep(conn.throttle_ms / 1000)
+                conn.throttle_ms = 0
 
     def _admit(self, conn: Connection, api_key: int, api_version: int) -> ApiSpec | None:
         """Check the header's API key and version before the body is read; None = ApiVersions at a
@@ -427,6 +436,7 @@ class KafkaServer:
             client_host=conn.session.client_host,
             session=conn.session,
             activity=conn.activity,
+            request_size=len(frame),
         )
         started = time.perf_counter()
         try:
@@ -439,6 +449,7 @@ class KafkaServer:
             raise BadFrameError(f"{spec.name} handler failed: {shown(exc)}") from exc
         finally:
             self.broker.metrics.observe_request(spec.name, time.perf_counter() - started)
+        conn.throttle_ms = ctx.throttle_ms
         if response is None:
             return None
         try:

@@ -3,7 +3,8 @@
 The operator writes the request (the policy, the cluster connection, the groups the namespace may leave
 out) and reads the plan back; the job reads nothing from the Kubernetes API and creates nothing there:
 it writes the plan to `--output` (engine Local) or, as the main file of a SparkApplication, to the
-ConfigMap `--report-configmap` (its only API right). `--policy-file` plans a RetentionPolicy written to a
+ConfigMap `--report-configmap` in `--report-namespace`, where it also keeps its progress while it runs
+(its only API right). `--policy-file` plans a RetentionPolicy written to a
 YAML/JSON file against `--bootstrap-servers`, for trying a policy by hand. Exit status: 0 planned, 2
 unusable request or arguments, 1 the cluster could not be read (nothing planned: fail closed).
 """
@@ -11,6 +12,7 @@ unusable request or arguments, 1 the cluster could not be read (nothing planned:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -23,7 +25,8 @@ from pydantic import ValidationError
 from ebb_operator.analysis.policy import AnalysisPolicy, PolicyError
 from ebb_operator.kafka import ClusterConfigError, ClusterConnection
 from ebb_operator.models.delete_records import MAX_PARTITIONS
-from ebb_operator.models.run import PLAN_KEY, RunPlan, RunRequest, pack_plan
+from ebb_operator.models.retention_policy import RunProgress
+from ebb_operator.models.run import PLAN_KEY, PROGRESS_KEY, RunPlan, RunRequest, pack_plan
 
 log = logging.getLogger("ebb_operator.analysis")
 
@@ -37,7 +40,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--bootstrap-servers", help="with --policy-file: the cluster (PLAINTEXT; default spec.cluster's)"
     )
     ap.add_argument("--output", type=Path, help="write the plan JSON here instead of stdout")
-    ap.add_argument("--report-configmap", metavar="NAME", help="also store the plan in this ConfigMap")
+    ap.add_argument(
+        "--report-configmap", metavar="NAME", help="also store the plan, and the progress meanwhile, here"
+    )
+    ap.add_argument(
+        "--report-namespace", metavar="NS", help="the namespace of --report-configmap (default: the policy's)"
+    )
     ap.add_argument(
         "--master",
         help="Spark master (default local[*]; under spark-submit, as in a SparkApplication, its own)",
@@ -67,6 +75,26 @@ def read_request(args: argparse.Namespace) -> RunRequest:
     )
 
 
+class Report:
+    """The run's ConfigMap (created by the operator with the run's labels): keys merged in, the rest kept."""
+
+    def __init__(self, namespace: str, name: str, request: RunRequest) -> None:
+        self.namespace, self.name, self.request = namespace, name, request
+
+    def write(self, data: dict[str, str]) -> None:
+        from ebb_operator import kube  # only a SparkApplication's driver talks to the API server
+
+        try:
+            kube.patch_config_map_data(self.namespace, self.name, data)
+        except kube.NotFoundError:  # run by hand: no operator made it
+            policy, run = self.request.policy, self.request.run_id
+            labels = {kube.POLICY_LABEL: policy.name[:63].rstrip("-_."), kube.RUN_LABEL: run[:63]}
+            kube.upsert_config_map(self.namespace, self.name, data, labels, None)
+
+    def progress(self, progress: RunProgress) -> None:
+        self.write({PROGRESS_KEY: progress.model_dump_json(by_alias=True, exclude_none=True)})
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
@@ -84,23 +112,28 @@ def main(argv: list[str] | None = None) -> int:
     from ebb_operator.analysis.job import phase, run_analysis
     from ebb_operator.analysis.offsets_reader import OffsetsReadError
     from ebb_operator.analysis.offsets_records import OffsetsRecordError
+    from ebb_operator.analysis.progress import ProgressReporter
     from ebb_operator.analysis.session import spark_session
     from ebb_operator.analysis.snapshot import SnapshotError
 
     # Under spark-submit (a SparkApplication) PythonRunner sets the gateway variables: keep its master.
     master = args.master or (None if "PYSPARK_GATEWAY_PORT" in os.environ else "local[*]")
     now_ms = args.now_ms or request.now_ms or int(time.time() * 1000)
+    report = None
+    if args.report_configmap:
+        report = Report(args.report_namespace or request.policy.namespace, args.report_configmap, request)
     with phase("starting Spark"):
         spark = spark_session(master)
     try:
-        result = run_analysis(
-            spark,
-            policy,
-            connection,
-            now_ms,
-            empty_since=request.empty_since,
-            maxRecordsPerSplit=args.max_records_per_split,
-        )
+        with ProgressReporter(spark.sparkContext, report.progress) if report else contextlib.nullcontext():
+            result = run_analysis(
+                spark,
+                policy,
+                connection,
+                now_ms,
+                empty_since=request.empty_since,
+                maxRecordsPerSplit=args.max_records_per_split,
+            )
     except (SnapshotError, OffsetsReadError, OffsetsRecordError, CommitsReadError) as e:
         log.error("cannot plan: %s (nothing was deleted)", e)
         return 1
@@ -126,13 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         deferred_partitions=len(deferred),
         empty_since=result.empty_since,
     )
-    if args.report_configmap:
-        from ebb_operator import kube  # only a SparkApplication's driver talks to the API server
-
-        labels = {kube.POLICY_LABEL: policy.name[:63], kube.RUN_LABEL: request.run_id[:63]}
-        kube.upsert_config_map(
-            policy.namespace, args.report_configmap, {PLAN_KEY: pack_plan(out)}, labels, None
-        )
+    if report is not None:
+        report.write({PLAN_KEY: pack_plan(out)})
     with phase("handing the plan back"):
         text = out.model_dump_json(by_alias=True, indent=2)
         if args.output is not None:

@@ -48,6 +48,11 @@ def unlisted_partition(tid: int) -> int:
     return -(tid + 1)
 
 
+def unlisted_topic(tp: int) -> int | None:
+    """The topic of an `unlisted_partition` id; None for a partition the snapshot lists."""
+    return -tp - 1 if tp < 0 else None
+
+
 @dataclass(frozen=True)
 class Catalog:
     groups: tuple[str, ...]  # gid -> name: the groups whose commits are read

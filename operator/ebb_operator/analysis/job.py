@@ -15,9 +15,11 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
+from ebb_operator.analysis import progress
 from ebb_operator.analysis.commits_admin import read_committed_offsets
+from ebb_operator.analysis.decide import PlanResult
 from ebb_operator.analysis.offsets_source import latest_commits, latest_group_metadata, read_offsets_topic
-from ebb_operator.analysis.plan import PlanResult, compute_plan, plan_from_offsets, prepare
+from ebb_operator.analysis.plan import compute_plan, plan_from_offsets, prepare
 from ebb_operator.analysis.policy import AnalysisPolicy
 from ebb_operator.analysis.snapshot import GroupState, Snapshot, empty_groups, take_snapshot
 from ebb_operator.kafka import ClusterAdmin, ClusterConnection
@@ -80,7 +82,9 @@ def cpu_seconds() -> float | None:
 
 @contextmanager
 def phase(what: str) -> Iterator[None]:
-    """Log how long a phase of the run took, and its CPU seconds: where a run's time goes."""
+    """Log how long a phase of the run took, and its CPU seconds: where a run's time goes. The phase is
+    also the run's reported stage (progress.py)."""
+    progress.enter(what)
     started, cpu = time.perf_counter(), cpu_seconds()
     yield
     wall = time.perf_counter() - started

@@ -1,156 +1,53 @@
-"""The retention plan: for every partition of a matched topic, the offset before which records may go.
-
-KIP-68's consumed retention: delete-before = min(committed offset of every counted group, the offset at
-`now - consumedRetention`), capped by the high watermark. Every rule fails closed (DESIGN §4): when the plan
-cannot prove that every counted group has read a record, the partition is held and the reason is named.
+"""The retention plan's Spark work: the commits reduced to what `decide` needs, per partition and topic.
 
 The commits (10 M on a large cluster, 100 M on a very large one) are the only big input; everything else has
-one row per partition, topic or group. So:
-1. `prepare` (driver): the groups are classified (counted, outside `include`, ignored) and the run's ids
-   fixed (catalog.py); the commits are then read as ids, only for groups that matter.
-2. One aggregation over the commits (Spark), per partition: how many counted groups committed, how many of
-   those commits lie outside [log start, HW], the minimum in-range commit, and the lowest and highest group
-   id at that minimum (packed under the offset), so a lone group at the minimum is named with no other read.
+one row per partition, topic or group, and the rules that decide what is deleted are `decide.py`'s. So:
+1. `prepare` (driver): the groups are classified (`decide.classify`: counted, outside `include`, ignored)
+   and the run's ids fixed (catalog.py); the commits are then read as ids, only for groups that matter.
+2. One aggregation over the commits, per partition: how many counted groups committed, the minimum and
+   maximum commit, and the lowest and highest group id at the minimum (packed under the offset), so a
+   lone group at the minimum is named with no other read (`decide.CommitStats`).
 3. Who reads which topic, from the commits flagged `first_of_topic` (one per group and topic): per topic,
-   how many counted groups commit on it (with its subscribed and required groups, its readers) and, for
+   how many counted groups read it (its committers with its subscribed and required groups) and, for
    `exclusive`, which groups outside `include` do; and which counted groups read a matched topic at all
-   (the DeleteRecords guard).
-4. Only where a partition needs them, reads of the commits filtered to those partitions name the groups
-   behind a hold: the readers a partition lacks (it has fewer commits than its topic has readers), groups
-   with an out-of-range commit, and groups tied at the minimum.
-5. The decision (driver, one row per partition), in the order of precedence of the holds.
+   (the DeleteRecords guard). A counted commit on a partition the snapshot does not list marks its topic
+   as grown (`decide.TopicFacts`).
+4. `SparkNames`: reads of the commits filtered to the partitions a hold concerns name the groups behind
+   it, as `decide` asks: the readers a partition lacks, groups with an out-of-range commit, and groups
+   tied at the minimum.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ebb_operator.analysis.catalog import Catalog
-from ebb_operator.analysis.policy import AnalysisPolicy
-from ebb_operator.analysis.snapshot import GroupState, PartitionState, Snapshot, TopicState
-from ebb_operator.models.common import full_match
-from ebb_operator.models.delete_records import PartitionOffset
-from ebb_operator.models.plan import (
-    HeldPartition,
-    HoldReason,
-    LimitingGroup,
-    PartitionPlan,
-    PlanSummary,
-    TopicPlan,
+from ebb_operator.analysis.catalog import Catalog, unlisted_topic
+from ebb_operator.analysis.decide import (
+    MAX_NAMED,
+    NOBODY,
+    CommitStats,
+    GroupRoles,
+    Missing,
+    Named,
+    PartitionFacts,
+    PlanResult,
+    TopicFacts,
+    classify,
+    decide,
+    matched_topics,
+    summarize,
+    with_commit_times,
 )
-
-# Partition status.
-DELETABLE = "Deletable"  # records below delete_before can go: in the DeleteRecords object
-UP_TO_DATE = "UpToDate"  # nothing to delete now (the cut is at or below the log start offset)
-HELD = "Held"  # a safety rule holds the partition; `reason` and `blocking_groups` say which
-NOT_DELETABLE = "NotDeletable"  # cleanup.policy lacks delete: reported, never attempted (POLICY_VIOLATION)
-
-# Reasons are the shared HoldReason values (models/plan.py), so the status the operator writes and the
-# plan the job computes use one vocabulary.
-LOOKUP_FAILED = HoldReason.LOOKUP_FAILED.value  # KIP-68: any lookup failure skips the partition; also a
-#   counted group that could not be described (its topics are unknown), named in blocking_groups
-CLEANUP_POLICY_COMPACT = HoldReason.COMPACT_ONLY.value
-READ_BY_EXCLUDED_GROUP = HoldReason.NOT_EXCLUSIVE.value  # `exclusive`, as KIP-762 refuses shared topics
-REQUIRED_GROUP_NOT_COMMITTED = HoldReason.REQUIRED_GROUP_MISSING.value
-NO_COMMITTED_OFFSET = HoldReason.NO_COMMIT.value
-OFFSET_OUT_OF_RANGE = HoldReason.OFFSET_OUT_OF_RANGE.value
-NO_COUNTED_CONSUMERS = HoldReason.NO_COUNTED_CONSUMERS.value
-NOTHING_TO_DELETE = HoldReason.NOTHING_TO_DELETE.value
-# What limits the cut of a partition that is not held (`limited_by`).
-LIMITED_BY_CONSUMERS = "ConsumerPosition"  # the slowest counted group: named in blocking_groups
-LIMITED_BY_RETENTION = "ConsumedRetention"  # records from the cut on are younger than consumedRetention
+from ebb_operator.analysis.policy import AnalysisPolicy
+from ebb_operator.analysis.snapshot import Snapshot
 
 # Named commits (the `__consumer_offsets` source, tests): `plan_from_offsets` maps them onto ids.
 OFFSETS_SCHEMA = "group string, topic string, partition int, committed_offset long, commit_timestamp long"
-
-MAX_NAMED = 20  # groups named per partition; `blocking_count` says how many there are
-MAX_LIMITING_PER_TOPIC = 10
-
-
-def _any(patterns: Iterable[str], name: str) -> bool:
-    return any(full_match(p, name) for p in patterns)
-
-
-def matched_topics(topics: Iterable[TopicState], policy: AnalysisPolicy) -> list[TopicState]:
-    """Topics the policy selects (RE2 full match, as the operator matches); internal topics never."""
-    return [
-        t
-        for t in topics
-        if not t.topic.startswith("__")
-        and _any(policy.topics_include, t.topic)
-        and not _any(policy.topics_exclude, t.topic)
-    ]
-
-
-# -- 1. the groups -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GroupRoles:
-    """How the policy sees each group (DESIGN §4, consumers)."""
-
-    counted: list[str]  # in include (or required, or outside the namespace's grant) and not inactive
-    outside: list[str]  # active, outside include: what `exclusive` refuses
-    required: frozenset[str]
-    failed: list[str]  # counted groups whose description failed: their topics are unknown
-    expected: dict[str, set[str]]  # topic -> counted groups that read it without a commit being needed
-    #   (assigned or subscribed members; required groups read every matched topic)
-    subscribed_outsiders: dict[str, set[str]]  # topic -> groups outside include assigned/subscribed to it
-
-
-def classify(
-    groups: Iterable[GroupState], policy: AnalysisPolicy, now_ms: int, topics: Iterable[str]
-) -> GroupRoles:
-    known = {g.group: g for g in groups}
-    for name in policy.required:
-        # A required group counts before it has ever shown up: its absence is exactly what must hold deletes.
-        known.setdefault(name, GroupState(name, None, None, (), None, None))
-    matched = set(topics)
-    cutoff = None if policy.inactive_after_ms is None else now_ms - policy.inactive_after_ms
-    counted, outside, failed = [], [], []
-    expected: dict[str, set[str]] = {t: set(policy.required) for t in matched}
-    subscribed_outsiders: dict[str, set[str]] = {}
-    for name in sorted(known):
-        g = known[name]
-        required = name in policy.required
-        # A group outside the namespace's grant (KafkaCluster spec.access[].groups) cannot be left out: it
-        # counts as if included, and never expires.
-        discountable = policy.discountable_groups is None or _any(policy.discountable_groups, name)
-        in_include = (
-            required
-            or not discountable
-            or (_any(policy.groups_include, name) and not _any(policy.groups_exclude, name))
-        )
-        inactive = False
-        if cutoff is not None and not required and discountable and g.error is None and not g.members:
-            # Pulsar-style expiry: no members and no commit for inactiveAfter. Where commit times are unknown
-            # (the Admin API source: OffsetFetch carries none) the group must have been seen empty for as
-            # long (the coordinator's state timestamp, or the operator's memory across runs). A group whose
-            # description failed is never called inactive: its members are unknown.
-            if g.last_commit is not None:
-                inactive = g.last_commit < cutoff
-            else:
-                inactive = g.empty_since is not None and g.empty_since <= cutoff
-        if inactive:
-            continue
-        reads = matched.intersection(g.topics)
-        if in_include:
-            counted.append(name)
-            if g.error is not None:
-                failed.append(name)
-            for t in reads:
-                expected[t].add(name)
-        else:
-            outside.append(name)
-            for t in reads:
-                subscribed_outsiders.setdefault(t, set()).add(name)
-    return GroupRoles(counted, outside, frozenset(policy.required), failed, expected, subscribed_outsiders)
 
 
 @dataclass(frozen=True)
@@ -184,11 +81,7 @@ def plan_from_offsets(
         .toArrow()
         .to_pylist()
     }
-    groups = [g._replace(last_commit=last.get(g.group)) for g in snapshot.groups]
-    described = {g.group for g in groups}
-    groups += [
-        GroupState(n, None, None, (), None, None, t) for n, t in sorted(last.items()) if n not in described
-    ]
+    groups = with_commit_times(snapshot.groups, last)
     inputs = prepare(
         Snapshot(snapshot.taken_at_ms, snapshot.partitions, snapshot.topics, groups), policy, now_ms
     )
@@ -199,24 +92,50 @@ def plan_from_offsets(
         commits.unpersist()
 
 
-# -- 2. the aggregation over the commits --------------------------------------------------------------
+def compute_plan(commits: DataFrame, inputs: PlanInputs) -> PlanResult:
+    """The plan from the commits of `inputs.catalog.groups` (catalog.COMMITS_SCHEMA)."""
+    facts = partition_facts(commits, inputs)
+    decisions = decide(
+        facts.partitions,
+        SparkNames(commits, inputs),
+        exclusive=inputs.policy.exclusive,
+        failed_groups=inputs.roles.failed,
+    )
+    return summarize(decisions, facts.counted_readers)
 
 
 @dataclass(frozen=True)
-class CommitStats:
-    """One partition's counted commits."""
-
-    committed: int  # counted groups with a commit on it
-    first: int  # of which this is the first partition of the topic they commit on (summed over a topic's
-    #   partitions: how many counted groups commit on the topic)
-    min_committed: int | None
-    max_committed: int | None
-    lowest: int | None  # the lowest and highest group id at the minimum; None when the offset is too large
-    highest: int | None  # to pack an id under it (then the groups at the minimum are read again)
+class Facts:
+    partitions: list[PartitionFacts]  # in the catalog's partition order (tp)
+    counted_readers: list[str]  # counted groups reading some matched topic: the DeleteRecords guard
 
 
-def _partition_stats(commits: DataFrame, catalog: Catalog) -> dict[int, CommitStats]:
-    """The hot path: one aggregation over the counted commits, without a join."""
+def partition_facts(commits: DataFrame, inputs: PlanInputs) -> Facts:
+    """Steps 2 and 3: what `decide` knows of every partition, from two aggregations over the commits."""
+    cat = inputs.catalog
+    stats, first, grown = _partition_stats(commits, cat)
+    readers, outsiders, counted_readers = _readers(commits, inputs, first)
+    topics = [
+        TopicFacts(t, readers.get(tid, 0), outsiders.get(tid, NOBODY), tid in grown)
+        for tid, t in enumerate(cat.topics)
+    ]
+    empty = CommitStats()
+    partitions = [
+        PartitionFacts(p, topics[cat.tp_topic[tp]], stats.get(tp, empty))
+        for tp, p in enumerate(cat.partitions)
+    ]
+    return Facts(partitions, counted_readers)
+
+
+# -- 2. the aggregation over the commits --------------------------------------------------------------
+
+
+def _partition_stats(
+    commits: DataFrame, catalog: Catalog
+) -> tuple[dict[int, CommitStats], dict[int, int], set[int]]:
+    """The hot path: one aggregation over the counted commits, without a join. Returns the partitions'
+    stats, per topic how many counted groups commit on it (a group's first partition of a topic is
+    flagged once), and the topics with a counted commit on a partition the snapshot does not list."""
     bits = catalog.gid_bits()
     scale = 1 << bits
     offset, gid = F.col("committed_offset"), F.col("gid").cast("long")
@@ -238,27 +157,27 @@ def _partition_stats(commits: DataFrame, catalog: Catalog) -> dict[int, CommitSt
         .to_pylist()
     )
     mask = scale - 1
-    return {
-        r["tp"]: CommitStats(
-            r["committed"],
-            r["first"],
-            r["min_committed"],
-            r["max_committed"],
-            None if r["lowest"] is None else r["lowest"] & mask,
-            None if r["highest"] is None else mask - (r["highest"] & mask),
-        )
-        for r in rows
-    }
+    stats: dict[int, CommitStats] = {}
+    first: dict[int, int] = {}
+    grown: set[int] = set()
+    for r in rows:
+        tp = r["tp"]
+        tid = unlisted_topic(tp)
+        if tid is not None:  # a partition the snapshot does not list: the topic grew since
+            grown.add(tid)
+        else:
+            tid = catalog.tp_topic[tp]
+            lowest, highest = r["lowest"], r["highest"]
+            # The lowest and highest group id at the minimum; the same id: that group is alone there.
+            alone = None
+            if lowest is not None and highest is not None and lowest & mask == mask - (highest & mask):
+                alone = catalog.groups[lowest & mask]
+            stats[tp] = CommitStats(r["committed"], r["min_committed"], r["max_committed"], alone)
+        first[tid] = first.get(tid, 0) + r["first"]
+    return stats, first, grown
 
 
 # -- 3. who reads which topic -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Readers:
-    count: dict[int, int]  # tid -> counted groups reading it (by commit, assignment, subscription, required)
-    outsiders: dict[int, Named]  # tid -> groups outside include reading it (an `exclusive` policy's)
-    counted_readers: list[str]  # counted groups reading some matched topic: the DeleteRecords guard
 
 
 def _pairs(commits: DataFrame, pairs: Sequence[tuple[int, int]]) -> DataFrame:
@@ -273,11 +192,14 @@ def _pairs(commits: DataFrame, pairs: Sequence[tuple[int, int]]) -> DataFrame:
     )
 
 
-def _readers(commits: DataFrame, inputs: PlanInputs, committers: Mapping[int, int]) -> Readers:
+def _readers(
+    commits: DataFrame, inputs: PlanInputs, committers: Mapping[int, int]
+) -> tuple[dict[int, int], dict[int, Named], list[str]]:
     """From the commits flagged first_of_topic (one per group and topic), in one aggregation per topic and
     per group (grouping sets): the counted groups that commit on some topic, how many of a topic's expected
     readers commit on it, and for `exclusive` the groups outside include that do. `committers`: tid ->
-    counted groups committing on it (from the hot aggregation)."""
+    counted groups committing on it (from the hot aggregation). Returns per topic its counted readers and
+    its outsiders, and the counted groups reading some matched topic."""
     cat, roles = inputs.catalog, inputs.roles
     tid_of = {t.topic: tid for tid, t in enumerate(cat.topics)}
     gid_of = {g: i for i, g in enumerate(cat.groups)}
@@ -322,23 +244,13 @@ def _readers(commits: DataFrame, inputs: PlanInputs, committers: Mapping[int, in
             committing = {cat.groups[g] for g in r["outside_gids"]} if r else set()
             total = (r["outside"] - r["outside_known"] if r else 0) + len(subscribed)
             if total:
-                outsiders[tid] = Named(total, sorted(committing | subscribed)[:MAX_NAMED])
+                outsiders[tid] = Named(total, tuple(sorted(committing | subscribed)[:MAX_NAMED]))
     guard = {cat.groups[r["gid"]] for r in rows if r["level"] == 2 and r["committers"]}
     guard.update(g for gs in roles.expected.values() for g in gs)
-    return Readers(count, outsiders, sorted(guard))
+    return count, outsiders, sorted(guard)
 
 
 # -- 4. names, where a partition needs them -----------------------------------------------------------
-
-
-class Named(NamedTuple):
-    """Groups named for a partition: how many there are, and the first MAX_NAMED in name order."""
-
-    total: int
-    names: list[str]
-
-
-NOBODY = Named(0, [])
 
 
 def _tp_frame(commits: DataFrame, tps: Sequence[int], values: Sequence[int] | None = None) -> DataFrame:
@@ -363,305 +275,64 @@ def _named(rows: DataFrame, catalog: Catalog, *flags: Column) -> dict[int, list[
     for r in rows.groupBy("tp").agg(*aggs).toArrow().to_pylist():
         values = list(r.values())[1:]
         out[r["tp"]] = [
-            Named(values[i], [catalog.groups[g] for g in values[i + 1]]) for i in range(0, len(values), 2)
+            Named(values[i], tuple(catalog.groups[g] for g in values[i + 1]))
+            for i in range(0, len(values), 2)
         ]
     return out
 
 
-def _missing(commits: DataFrame, inputs: PlanInputs, lacking: Sequence[int]) -> dict[int, list[Named]]:
-    """For partitions with fewer counted commits than their topic has readers: the readers without a
-    commit there, all of them and the required ones."""
-    cat, roles = inputs.catalog, inputs.roles
-    gid_of = {g: i for i, g in enumerate(cat.groups)}
-    tids = sorted({cat.tp_topic[tp] for tp in lacking})
-    expected = [(gid_of[g], tid) for tid in tids for g in roles.expected.get(cat.topics[tid].topic, ())]
-    readers = (
-        commits.filter(F.col("first_of_topic") & (F.col("gid") < cat.counted) & F.col("tid").isin(tids))
-        .select("gid", "tid")
-        .unionByName(_pairs(commits, expected))
-        .distinct()
-    )
-    lacking_tp = _tp_frame(commits, lacking, [cat.tp_topic[tp] for tp in lacking]).withColumnRenamed(
-        "value", "tid"
-    )
-    present = commits.filter(F.col("gid") < cat.counted).join(F.broadcast(lacking_tp.select("tp")), "tp")
-    absent = (
-        readers.join(F.broadcast(lacking_tp), "tid")
-        .select("gid", "tp")
-        .join(present.select("gid", "tp"), ["gid", "tp"], "left_anti")
-    )
-    required = [gid_of[g] for g in roles.required if g in gid_of]
-    return _named(absent, cat, F.col("gid").isin(required) if required else F.lit(False))
+class SparkNames:
+    """`decide.GroupNames` over the run's commits (partitions by their catalog id, tp)."""
 
+    def __init__(self, commits: DataFrame, inputs: PlanInputs) -> None:
+        self.commits = commits
+        self.inputs = inputs
 
-def _out_of_range(commits: DataFrame, catalog: Catalog, tps: Sequence[int]) -> dict[int, list[Named]]:
-    bounds = catalog.bounds(commits.sparkSession).join(F.broadcast(_tp_frame(commits, tps)), "tp")
-    offset = F.col("committed_offset")
-    rows = (
-        commits.filter(F.col("gid") < catalog.counted)
-        .join(F.broadcast(bounds), "tp")
-        .filter((offset < F.col("log_start")) | (offset > F.col("high_watermark")))
-    )
-    return _named(rows, catalog)
+    def _counted(self) -> DataFrame:
+        return self.commits.filter(F.col("gid") < self.inputs.catalog.counted)
 
-
-def _at_minimum(commits: DataFrame, catalog: Catalog, minimum: Mapping[int, int]) -> dict[int, list[Named]]:
-    rows = (
-        commits.filter(F.col("gid") < catalog.counted)
-        .join(F.broadcast(_tp_frame(commits, list(minimum), list(minimum.values()))), "tp")
-        .filter(F.col("committed_offset") == F.col("value"))
-    )
-    return _named(rows, catalog)
-
-
-# -- 5. the decision ---------------------------------------------------------------------------------
-
-
-@dataclass
-class PartitionDecision:
-    """One partition of the plan."""
-
-    topic: str
-    partition: int
-    status: str
-    reason: str | None
-    limited_by: str | None
-    blocking_groups: list[str]
-    blocking_count: int
-    log_start: int | None
-    high_watermark: int | None
-    delete_before: int | None
-    records: int
-    bytes: int
-    lag_records: int
-    lag_bytes: int
-    size_bytes: int | None = None
-
-
-def _deletes(cleanup_policy: str | None) -> bool:
-    return "delete" in "".join((cleanup_policy or "").lower().split()).split(",")
-
-
-def _share(size: int | None, records: int, span: int) -> int:
-    """Bytes of `records` of a partition: its on-disk size spread evenly over its readable offsets
-    (DescribeLogDirs gives no per-offset sizes; compacted gaps and a partly deleted first segment make this
-    an estimate)."""
-    return size * records // span if size and records > 0 and span > 0 else 0
-
-
-def compute_plan(commits: DataFrame, inputs: PlanInputs) -> PlanResult:
-    """The plan from the commits of `inputs.catalog.groups` (catalog.COMMITS_SCHEMA)."""
-    cat, roles, policy = inputs.catalog, inputs.roles, inputs.policy
-    stats = _partition_stats(commits, cat)
-    committers: dict[int, int] = {}
-    for tp, s in stats.items():
-        tid = -1 - tp if tp < 0 else cat.tp_topic[tp]
-        committers[tid] = committers.get(tid, 0) + s.first
-    readers = _readers(commits, inputs, committers)
-    # A counted group committed on a partition the snapshot does not list: the topic grew since the
-    # snapshot; its partitions wait for the next run's.
-    grown = {-1 - tp for tp, s in stats.items() if tp < 0 and s.committed > 0}
-    failed = Named(len(roles.failed), roles.failed[:MAX_NAMED])
-    none = CommitStats(0, 0, None, None, None, None)
-
-    # The holds, in order of precedence; names are read only for partitions a hold of their kind concerns.
-    holds: dict[int, tuple[str, str, Named]] = {}  # tp -> (status, reason, the groups behind it)
-    for tp, p in enumerate(cat.partitions):
-        tid = cat.tp_topic[tp]
-        t = cat.topics[tid]
-        if t.error or p.error or p.time_offset is None or tid in grown:
-            holds[tp] = (HELD, LOOKUP_FAILED, NOBODY)
-        elif not _deletes(t.cleanup_policy):
-            holds[tp] = (NOT_DELETABLE, CLEANUP_POLICY_COMPACT, NOBODY)
-        elif policy.exclusive and tid in readers.outsiders:
-            holds[tp] = (HELD, READ_BY_EXCLUDED_GROUP, readers.outsiders[tid])
-        elif roles.failed:
-            holds[tp] = (HELD, LOOKUP_FAILED, failed)
-    open_tps = [tp for tp in range(len(cat.partitions)) if tp not in holds]
-    lacking = [
-        tp for tp in open_tps if stats.get(tp, none).committed < readers.count.get(cat.tp_topic[tp], 0)
-    ]
-    missing = _missing(commits, inputs, lacking) if lacking else {}
-    for tp in lacking:
-        everyone, required = missing.get(tp, [Named(0, []), NOBODY])
-        if required.total:
-            holds[tp] = (HELD, REQUIRED_GROUP_NOT_COMMITTED, required)
-        else:  # (fewer commits than readers and none found missing cannot happen; held all the same)
-            holds[tp] = (HELD, NO_COMMITTED_OFFSET, everyone)
-    stale = [
-        tp
-        for tp in open_tps
-        if tp not in holds and _out_of_range_commits(cat.partitions[tp], stats.get(tp, none))
-    ]
-    for tp, (named,) in (_out_of_range(commits, cat, stale) if stale else {}).items():
-        holds[tp] = (HELD, OFFSET_OUT_OF_RANGE, named)
-    for tp in open_tps:
-        if tp not in holds and readers.count.get(cat.tp_topic[tp], 0) == 0:
-            holds[tp] = (HELD, NO_COUNTED_CONSUMERS, NOBODY)
-
-    # The groups at the minimum of a partition whose cut they limit: the one group packed under the minimum
-    # when it is alone there, otherwise read again.
-    at_min: dict[int, Named] = {}
-    ties: dict[int, int] = {}
-    for tp in open_tps:
-        s, p = stats.get(tp, none), cat.partitions[tp]
-        if (
-            tp in holds
-            or s.min_committed is None
-            or p.time_offset is None
-            or s.min_committed >= p.time_offset
-        ):
-            continue
-        if s.lowest is not None and s.lowest == s.highest:
-            at_min[tp] = Named(1, [cat.groups[s.lowest]])
-        else:
-            ties[tp] = s.min_committed
-    if ties:
-        at_min.update((tp, named) for tp, (named,) in _at_minimum(commits, cat, ties).items())
-
-    decisions = [
-        _decide(cat.partitions[tp], stats.get(tp, none), holds.get(tp), at_min.get(tp, NOBODY))
-        for tp in range(len(cat.partitions))
-    ]
-    return summarize(decisions, readers.counted_readers)
-
-
-def _out_of_range_commits(p: PartitionState, s: CommitStats) -> bool:
-    """Some counted commit lies outside [log start, HW] (lookups that failed are held before this)."""
-    low, high = s.min_committed, s.max_committed
-    return (low is not None and p.log_start is not None and low < p.log_start) or (
-        high is not None and p.high_watermark is not None and high > p.high_watermark
-    )
-
-
-def _decide(
-    p: PartitionState, s: CommitStats, hold: tuple[str, str, Named] | None, at_min: Named
-) -> PartitionDecision:
-    start, hw = p.log_start, p.high_watermark
-    span = (hw - start) if hw is not None and start is not None else 0
-    # How far the slowest counted group lags the high watermark (a commit below the log start has every
-    # record yet to read): what it holds on disk.
-    lag = 0
-    if hw is not None and start is not None and s.min_committed is not None:
-        lag = max(0, hw - max(s.min_committed, start))
-    d = PartitionDecision(
-        p.topic,
-        p.partition,
-        HELD,
-        None,
-        None,
-        [],
-        0,
-        start,
-        hw,
-        None,
-        0,
-        0,
-        lag,
-        _share(p.size_bytes, lag, span),
-        p.size_bytes,
-    )
-    if hold is not None:
-        d.status, d.reason, (d.blocking_count, d.blocking_groups) = hold
-        return d
-    assert s.min_committed is not None and p.time_offset is not None and hw is not None and start is not None
-    cut = min(s.min_committed, p.time_offset, hw)
-    if s.min_committed < p.time_offset:
-        d.limited_by = LIMITED_BY_CONSUMERS
-        d.blocking_count, d.blocking_groups = at_min
-    else:
-        d.limited_by = LIMITED_BY_RETENTION
-    if cut > start:
-        d.status, d.delete_before, d.records = DELETABLE, cut, cut - start
-        d.bytes = _share(p.size_bytes, d.records, span)
-    else:
-        d.status, d.reason = UP_TO_DATE, NOTHING_TO_DELETE
-    return d
-
-
-# -- the result --------------------------------------------------------------------------------------
-
-
-@dataclass
-class PlanResult:
-    """The collected plan: the summary and per-topic list for the policy status, the partitions, the cuts,
-    and the counted groups (the DeleteRecords' ConsumedBy guard)."""
-
-    summary: PlanSummary
-    topics: list[TopicPlan]
-    partitions: list[PartitionPlan]
-    deletes: list[PartitionOffset]
-    counted_groups: list[str] = field(default_factory=list)
-    decisions: list[PartitionDecision] = field(default_factory=list, repr=False)
-
-
-def summarize(
-    decisions: Sequence[PartitionDecision], counted_groups: Sequence[str] = (), max_held_per_topic: int = 100
-) -> PlanResult:
-    """The plan in the shared plan models (one entry per partition: small next to the commits)."""
-    partitions: list[PartitionPlan] = []
-    topics: dict[str, TopicPlan] = {}
-    limiting: dict[str, dict[str, LimitingGroup]] = {}
-    deletes: list[PartitionOffset] = []
-    for r in sorted(decisions, key=lambda d: (d.topic, d.partition)):
-        reason = HoldReason(r.reason) if r.reason is not None else None
-        partitions.append(
-            PartitionPlan.model_construct(  # computed here, nothing to validate (10 000s of them)
-                topic=r.topic,
-                partition=r.partition,
-                log_start_offset=r.log_start,
-                high_watermark=r.high_watermark,
-                delete_before=r.delete_before,
-                records=r.records,
-                bytes=r.bytes,
-                reason=reason,
-                blocking_groups=list(r.blocking_groups),
-                lag_records=r.lag_records,
-                lag_bytes=r.lag_bytes,
-            )
+    def missing(self, partitions: Sequence[int]) -> dict[int, Missing]:
+        """For partitions with fewer counted commits than their topic has readers: the readers without a
+        commit there, all of them and the required ones."""
+        commits, cat, roles = self.commits, self.inputs.catalog, self.inputs.roles
+        gid_of = {g: i for i, g in enumerate(cat.groups)}
+        tids = sorted({cat.tp_topic[tp] for tp in partitions})
+        expected = [(gid_of[g], tid) for tid in tids for g in roles.expected.get(cat.topics[tid].topic, ())]
+        readers = (
+            commits.filter(F.col("first_of_topic") & (F.col("gid") < cat.counted) & F.col("tid").isin(tids))
+            .select("gid", "tid")
+            .unionByName(_pairs(commits, expected))
+            .distinct()
         )
-        t = topics.setdefault(r.topic, TopicPlan(topic=r.topic))
-        t.partitions += 1
-        t.deletable_records += r.records
-        t.reclaimable_bytes += r.bytes
-        if r.status in (HELD, NOT_DELETABLE) and reason is not None:
-            t.held_count += 1
-            if len(t.held) < max_held_per_topic:
-                t.held.append(
-                    HeldPartition(
-                        partition=r.partition,
-                        reason=reason,
-                        blocking_groups=list(r.blocking_groups),
-                        blocking_count=r.blocking_count,
-                    )
-                )
-        # Who holds the disk: the slowest counted group where it limits the cut, and a group behind a hold
-        # with everything the partition retains (as far as the plan can tell, it has read none of it).
-        if r.limited_by == LIMITED_BY_CONSUMERS:
-            lag = (r.lag_records, r.lag_bytes)
-        elif r.status == HELD and r.log_start is not None and r.high_watermark is not None:
-            lag = (r.high_watermark - r.log_start, r.size_bytes or 0)
-        else:
-            lag = None
-        if lag is not None:
-            for g in r.blocking_groups:
-                entry = limiting.setdefault(r.topic, {}).setdefault(g, LimitingGroup(group=g))
-                entry.partitions += 1
-                entry.lag_records += lag[0]
-                entry.lag_bytes += lag[1]
-        if r.status == DELETABLE and r.delete_before is not None:
-            deletes.append(PartitionOffset(topic=r.topic, partition=r.partition, offset=r.delete_before))
-    for name, groups in limiting.items():
-        ranked = sorted(groups.values(), key=lambda g: (-g.lag_bytes, -g.lag_records, g.group))
-        topics[name].limiting = ranked[:MAX_LIMITING_PER_TOPIC]
-        topics[name].limiting_count = len(ranked)
-    summary = PlanSummary(
-        topics=len(topics),
-        partitions=len(partitions),
-        deletable_records=sum(t.deletable_records for t in topics.values()),
-        reclaimable_bytes=sum(t.reclaimable_bytes for t in topics.values()),
-        held_partitions=sum(t.held_count for t in topics.values()),
-    )
-    return PlanResult(
-        summary, list(topics.values()), partitions, deletes, sorted(counted_groups), list(decisions)
-    )
+        lacking = _tp_frame(commits, partitions, [cat.tp_topic[tp] for tp in partitions])
+        lacking = lacking.withColumnRenamed("value", "tid")
+        present = self._counted().join(F.broadcast(lacking.select("tp")), "tp")
+        absent = (
+            readers.join(F.broadcast(lacking), "tid")
+            .select("gid", "tp")
+            .join(present.select("gid", "tp"), ["gid", "tp"], "left_anti")
+        )
+        required = [gid_of[g] for g in roles.required if g in gid_of]
+        flag = F.col("gid").isin(required) if required else F.lit(False)
+        return {tp: Missing(everyone, req) for tp, (everyone, req) in _named(absent, cat, flag).items()}
+
+    def out_of_range(self, partitions: Sequence[int]) -> dict[int, Named]:
+        cat = self.inputs.catalog
+        bounds = cat.bounds(self.commits.sparkSession).join(
+            F.broadcast(_tp_frame(self.commits, partitions)), "tp"
+        )
+        offset = F.col("committed_offset")
+        rows = (
+            self._counted()
+            .join(F.broadcast(bounds), "tp")
+            .filter((offset < F.col("log_start")) | (offset > F.col("high_watermark")))
+        )
+        return {tp: named for tp, (named,) in _named(rows, cat).items()}
+
+    def at_minimum(self, minimum: Mapping[int, int]) -> dict[int, Named]:
+        rows = (
+            self._counted()
+            .join(F.broadcast(_tp_frame(self.commits, list(minimum), list(minimum.values()))), "tp")
+            .filter(F.col("committed_offset") == F.col("value"))
+        )
+        return {tp: named for tp, (named,) in _named(rows, self.inputs.catalog).items()}

@@ -1,4 +1,4 @@
-"""The job's view of a RetentionPolicy: a small typed structure, mapped from the CRD model (DESIGN §4).
+"""The job's view of a RetentionPolicy: a small typed structure, mapped from the CRD model (README).
 
 The object is validated by the same pydantic model the operator and the CRD schema use, so a policy the
 API server accepted parses here, and a hand-written `--policy-file` gets the same clear errors. The job

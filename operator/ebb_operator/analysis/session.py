@@ -17,7 +17,7 @@ def spark_session(
     for the first session of a process).
 
     Spark's Python workers start `python3` from PATH unless told otherwise, which lacks the project's
-    packages; point them at the running interpreter (DESIGN §5).
+    packages; point them at the running interpreter (docs/analysis.md, Running it).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

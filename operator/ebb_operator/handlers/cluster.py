@@ -33,6 +33,7 @@ class Target:
     connection: ClusterConnection
     access: Access
     reference: str  # the KafkaCluster's name, or "inline:<bootstrap servers>"
+    analysis_secret: str | None = None  # the KafkaCluster's analysisCredentials Secret, if it names one
 
 
 async def kafka_cluster_spec(name: str) -> KafkaClusterSpec:
@@ -54,11 +55,23 @@ async def _read_secret(namespace: str, name: str, owner: str) -> dict[str, str]:
 
 async def credentials(rt: Runtime, name: str, spec: KafkaClusterSpec) -> dict[str, str]:
     """The KafkaCluster's client properties, from its Secret in the operator's namespace."""
-    if spec.credentials is None:
-        return {}
-    return await _read_secret(
-        rt.settings.namespace, spec.credentials.secret_ref.name, f"KafkaCluster {name}: "
+    return (
+        {}
+        if spec.credentials is None
+        else await _read_secret(
+            rt.settings.namespace, spec.credentials.secret_ref.name, f"KafkaCluster {name}: "
+        )
     )
+
+
+async def analysis_connection(rt: Runtime, target: Target) -> ClusterConnection:
+    """How an analysis run connects: with the KafkaCluster's read-only analysisCredentials where it names
+    them (the cluster's own credentials then never leave the operator), else as the operator does."""
+    if target.analysis_secret is None:
+        return target.connection
+    owner = f"KafkaCluster {target.reference}: "
+    props = await _read_secret(rt.settings.namespace, target.analysis_secret, owner)
+    return ClusterConnection.of(target.connection.bootstrap_servers, props)
 
 
 def _inline_allowed(rt: Runtime) -> None:
@@ -121,7 +134,8 @@ async def resolve(
     spec = await kafka_cluster_spec(name)
     access = await _access_on(name, spec, namespace, cluster_ref)
     connection = ClusterConnection.of(spec.bootstrap_servers, await credentials(rt, name, spec))
-    return Target(connection, access, name)
+    analysis = spec.analysis_credentials.secret_ref.name if spec.analysis_credentials else None
+    return Target(connection, access, name, analysis)
 
 
 def _needs_labels(spec: KafkaClusterSpec) -> bool:

@@ -35,6 +35,8 @@ from ebb_operator.models.compaction_config import (
     TopicState,
     TopicStatus,
 )
+from ebb_operator.models.messages import EVENT_MESSAGE, bounded
+from ebb_operator.models.reasons import Reason
 
 RESOURCE = kube.Resource.ebb(CRD.plural, CRD.kind)
 KIND = CRD.kind
@@ -136,9 +138,9 @@ async def compactionconfig_resync(
     await _reconcile(runtime(memo), body, compactionconfig_claims)
 
 
+@metrics.reconciles(KIND)
 async def _reconcile(rt: Runtime, body: kopf.Body, claims_index: kopf.Index[str, Claim]) -> None:
     async with _locks[str(body.metadata.uid)]:
-        metrics.RECONCILES.labels(KIND).inc()
         out = StatusWriter(
             body, RESOURCE, CompactionConfigStatus.model_validate(dict(body.get("status") or {}))
         )
@@ -173,12 +175,12 @@ async def _reconcile(rt: Runtime, body: kopf.Body, claims_index: kopf.Index[str,
             )
         except Exception as exc:
             message = f"cannot reach the cluster: {exc}"
-            await out.write(ConditionStatus.FALSE, "KafkaError", message)
-            metrics.FAILURES.labels(KIND, "KafkaError").inc()
+            await out.write(ConditionStatus.FALSE, Reason.KAFKA_ERROR, message)
+            metrics.FAILURES.labels(KIND, Reason.KAFKA_ERROR).inc()
             raise kopf.TemporaryError(message, delay=10) from exc
         for topic in topics:
             if topic.event is not None:
-                kopf.info(body, reason=topic.event[0], message=topic.event[1][:1024])
+                kopf.info(body, reason=topic.event[0], message=bounded(topic.event[1], EVENT_MESSAGE))
         status = out.status
         status.topics = [t.status for t in topics][:500]
         status.matched_topics = len(topics)
@@ -251,14 +253,14 @@ def _apply(
     return [result[t] for t in matched]
 
 
-def _summary(topics: list[TopicStatus]) -> tuple[ConditionStatus, str, str]:
+def _summary(topics: list[TopicStatus]) -> tuple[ConditionStatus, Reason, str]:
     by_state: defaultdict[TopicState, list[str]] = defaultdict(list)
     for t in topics:
         by_state[t.state].append(t.topic)
     for state, reason in (
-        (TopicState.FAILED, "KafkaError"),
-        (TopicState.CONFLICT, "Conflict"),
-        (TopicState.UNSUPPORTED, "Unsupported"),
+        (TopicState.FAILED, Reason.KAFKA_ERROR),
+        (TopicState.CONFLICT, Reason.CONFLICT),
+        (TopicState.UNSUPPORTED, Reason.UNSUPPORTED),
     ):
         if by_state[state]:
             first = next(t for t in topics if t.state is state)
@@ -268,4 +270,4 @@ def _summary(topics: list[TopicStatus]) -> tuple[ConditionStatus, str, str]:
                 f"{len(by_state[state])} of {len(topics)} topics {state.value.lower()}: "
                 f"{first.topic}: {first.message}",
             )
-    return ConditionStatus.TRUE, "Applied", f"configs applied to {len(topics)} topics"
+    return ConditionStatus.TRUE, Reason.APPLIED, f"configs applied to {len(topics)} topics"

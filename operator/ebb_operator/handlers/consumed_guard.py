@@ -6,7 +6,7 @@ that rewound its commit since the analysis does. A group reads a topic if it has
 for any of its partitions or one of its members is assigned one. For each partition to cut at offset O,
 every such group must have committed >= O for that partition (a committed offset is the next record
 to read, so everything below it was consumed). A reading group without a commit for the partition
-holds it (DESIGN.md safety rules: fail closed, as KIP-68 skips a partition whose offsets are unknown).
+holds it (fail closed, as KIP-68 skips a partition whose offsets are unknown; README, Safety guarantees).
 """
 
 from __future__ import annotations

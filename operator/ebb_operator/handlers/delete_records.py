@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import kopf
 from pydantic import ValidationError
@@ -57,6 +57,8 @@ from ebb_operator.models.delete_records import (
     Phase,
     phase_from_conditions,
 )
+from ebb_operator.models.messages import EVENT_MESSAGE, PARTITION_MESSAGE, PROGRESS_MESSAGE, bounded
+from ebb_operator.models.reasons import Reason
 
 RESOURCE = kube.Resource.ebb(CRD.plural, CRD.kind)
 KIND = CRD.kind
@@ -102,13 +104,15 @@ def plan_partitions(
                 # Kafka answers OFFSET_OUT_OF_RANGE above the high watermark; say so before sending.
                 result.error = f"OFFSET_OUT_OF_RANGE: offset {target} is above the high watermark {hw}"
             elif blockers.get(tp):
-                result.error = guard_refusal(target, blockers[tp])
+                refuse(result, blockers[tp])
         results.append(result)
     return results
 
 
-def guard_refusal(target: int, blockers: list[str]) -> str:
-    return f"GuardRefused: not consumed past {target} by {', '.join(blockers)}"
+def refuse(result: PartitionResult, blockers: list[str]) -> None:
+    """The guard refused the partition: `blockers` have not committed past its target."""
+    result.refused = True
+    result.error = f"GuardRefused: not consumed past {result.requested_offset} by {', '.join(blockers)}"
 
 
 def guard_blockers(
@@ -214,13 +218,13 @@ async def _delete(
         for tp, entry in pending.items():
             entry.retrying = None
             if blockers.get(tp):
-                entry.error = guard_refusal(entry.requested_offset, blockers[tp])
+                refuse(entry, blockers[tp])
                 continue
             result = results[tp]
             if result.error is None:
                 entry.low_watermark = result.low_watermark
             elif result.error.retriable and time.monotonic() < deadline:
-                entry.retrying = str(result.error)[:512]
+                entry.retrying = bounded(str(result.error), PARTITION_MESSAGE)
                 retry = True
             else:
                 entry.error = str(result.error)
@@ -230,7 +234,7 @@ async def _delete(
                 shown = now
                 first = f"{now[0][0]}-{now[0][1]}: {now[0][2]}"
                 await out.write(
-                    ConditionStatus.UNKNOWN, "Retrying", f"retrying {len(now)} partitions, e.g. {first}"
+                    ConditionStatus.UNKNOWN, Reason.RETRYING, f"retrying {len(now)} partitions, e.g. {first}"
                 )
             await asyncio.sleep(0.5)
 
@@ -244,21 +248,42 @@ def _guarded_delete(
     return blockers, admin.delete_records(allowed)
 
 
-def _finish(status: DeleteRecordsStatus) -> tuple[ConditionStatus, str, str]:
+def _cut_before(
+    admin: ClusterAdmin, pending: dict[TopicPartition, PartitionResult]
+) -> dict[TopicPartition, int]:
+    """The log starts already at or past their target: what an attempt cut off between its request and
+    its status write (kill -9, a lost leader Lease) deleted. Blocking: runs in a worker thread."""
+    starts = admin.offsets(list(pending), EARLIEST)
+    return {
+        tp: r.offset
+        for tp, r in starts.items()
+        if r.error is None and r.offset is not None and r.offset >= pending[tp].requested_offset
+    }
+
+
+class Outcome(NamedTuple):
+    """How a DeleteRecords ended: its Ready condition."""
+
+    ready: ConditionStatus
+    reason: Reason
+    message: str
+
+
+def _finish(status: DeleteRecordsStatus) -> Outcome:
     done = [r for r in status.partitions if r.low_watermark is not None]
     failed = [r for r in status.partitions if r.error is not None]
     status.deleted_records = sum(max(0, (r.low_watermark or 0) - (r.log_start_before or 0)) for r in done)
     status.completed_at = now_rfc3339()
     summary = f"{len(done)} of {len(status.partitions)} partitions cut, {status.deleted_records} records"
     if not failed:
-        return ConditionStatus.TRUE, "Succeeded", summary
+        return Outcome(ConditionStatus.TRUE, Reason.SUCCEEDED, summary)
     first = f"{failed[0].topic}-{failed[0].partition}: {failed[0].error}"
     if done:
-        return ConditionStatus.FALSE, "PartiallyFailed", f"{summary}; {len(failed)} failed, e.g. {first}"
-    reason = (
-        "GuardRefused" if all((r.error or "").startswith("GuardRefused") for r in failed) else "KafkaError"
-    )
-    return ConditionStatus.FALSE, reason, f"no partition cut; {first}"
+        return Outcome(
+            ConditionStatus.FALSE, Reason.PARTIALLY_FAILED, f"{summary}; {len(failed)} failed, e.g. {first}"
+        )
+    reason = Reason.GUARD_REFUSED if all(r.refused for r in failed) else Reason.KAFKA_ERROR
+    return Outcome(ConditionStatus.FALSE, reason, f"no partition cut; {first}")
 
 
 def wait_seconds(retry: int) -> float:
@@ -267,10 +292,10 @@ def wait_seconds(retry: int) -> float:
 
 
 @kopf.on.create(GROUP, VERSION, CRD.plural, id="deleterecords-execute")
+@metrics.reconciles(KIND)
 async def deleterecords_create(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> None:
     """Run the request once; on an operator restart mid-run, kopf calls this again and it resumes."""
     rt = runtime(memo)
-    metrics.RECONCILES.labels(KIND).inc()
     status = DeleteRecordsStatus.model_validate(dict(body.get("status") or {}))
     if status.phase in TERMINAL_PHASES:
         return
@@ -293,6 +318,7 @@ async def _execute(
     rt: Runtime, out: StatusWriter[DeleteRecordsStatus], spec: DeleteRecordsSpec, conn: ClusterConnection
 ) -> None:
     status, body = out.status, out.body
+    resumed = bool(status.partitions)  # the plan of an earlier attempt, of this process or another
     if not status.partitions:
         try:
             status.partitions, status.bytes_before = await rt.admins.call(conn, lambda a: _plan(a, spec))
@@ -300,8 +326,8 @@ async def _execute(
             # A lookup failed before anything was deleted: say so, then retry the whole request later.
             message = f"cannot read cluster state, retrying: {exc}"
             status.partitions = []
-            await out.write(ConditionStatus.UNKNOWN, "Pending", message[:2048])
-            metrics.FAILURES.labels(KIND, "ClusterUnreachable").inc()
+            await out.write(ConditionStatus.UNKNOWN, Reason.PENDING, bounded(message, PROGRESS_MESSAGE))
+            metrics.FAILURES.labels(KIND, Reason.CLUSTER_UNREACHABLE).inc()
             raise kopf.TemporaryError(message, delay=5) from exc
         status.partition_count = len(spec.partitions)
         status.started_at = now_rfc3339()
@@ -314,20 +340,32 @@ async def _execute(
             status.completed_at = now_rfc3339()
             refused = sum(1 for r in status.partitions if r.error)
             message = f"dry run: would delete {status.deleted_records} records; {refused} partitions refused"
-            await out.write(ConditionStatus.TRUE, "DryRun", message)
+            await out.write(ConditionStatus.TRUE, Reason.DRY_RUN, message)
             kopf.info(body, reason="DryRun", message=message)
             return
         # Record the plan before acting: a restart from here resumes exactly these target offsets.
-        await out.write(ConditionStatus.UNKNOWN, "Running", f"deleting in {len(_pending(status))} partitions")
+        await out.write(
+            ConditionStatus.UNKNOWN, Reason.RUNNING, f"deleting in {len(_pending(status))} partitions"
+        )
     pending = _pending(status)
+    if pending and resumed:
+        # Read before sending again, so a partition is sent in one DeleteRecords request, not two, however
+        # the earlier attempt ended (sending again would be harmless: DeleteRecords is idempotent, KIP-107).
+        try:
+            for tp, start in (await rt.admins.call(conn, lambda a: _cut_before(a, pending))).items():
+                pending[tp].low_watermark = start
+        except Exception as exc:  # not known: the requests below find out, idempotently
+            log.info("log starts before resuming not read: %s", exc)
+        pending = _pending(status)
     if pending:
         targets = ", ".join(f"{tp}<{r.requested_offset}" for tp, r in sorted(pending.items()))
-        kopf.info(body, reason="DeletingRecords", message=f"deleting records below {targets}"[:1024])
+        message = bounded(f"deleting records below {targets}", EVENT_MESSAGE)
+        kopf.info(body, reason="DeletingRecords", message=message)
         try:
             await _delete(rt, conn, spec, out)
         except Exception as exc:
             message = f"cannot delete, retrying: {exc}"
-            await out.write(ConditionStatus.UNKNOWN, "Running", message[:2048])
+            await out.write(ConditionStatus.UNKNOWN, Reason.RUNNING, bounded(message, PROGRESS_MESSAGE))
             raise kopf.TemporaryError(message, delay=5) from exc
     ready, reason, message = _finish(status)
     await out.write(ready, reason, message)
@@ -336,7 +374,7 @@ async def _execute(
         kopf.info(body, reason="RecordsDeleted", message=message)
     else:
         metrics.FAILURES.labels(KIND, reason).inc()
-        kopf.warn(body, reason=reason, message=message[:1024])
+        kopf.warn(body, reason=reason, message=bounded(message, EVENT_MESSAGE))
 
 
 def _measuring(status: DeleteRecordsStatus) -> bool:

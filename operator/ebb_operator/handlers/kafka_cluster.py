@@ -23,6 +23,7 @@ from ebb_operator.models.common import GROUP, VERSION, ConditionStatus, now_rfc3
 from ebb_operator.models.compaction_config import CRD as CC_CRD
 from ebb_operator.models.delete_records import CRD as DR_CRD
 from ebb_operator.models.kafka_cluster import CRD, KafkaClusterSpec, KafkaClusterStatus, Usage
+from ebb_operator.models.reasons import Reason
 from ebb_operator.models.retention_policy import CRD as RP_CRD
 
 RESOURCE = cluster.KAFKA_CLUSTERS
@@ -50,8 +51,8 @@ for _crd in (DR_CRD, CC_CRD, RP_CRD):
     kopf.index(GROUP, VERSION, _crd.plural, id=f"{_crd.singular}_clusters")(_index)
 
 
+@metrics.reconciles(KIND)
 async def reconcile(rt: Runtime, body: kopf.Body, usage: Counter[str]) -> None:
-    metrics.RECONCILES.labels(KIND).inc()
     name = body.metadata.name or ""
     out = StatusWriter(body, RESOURCE, KafkaClusterStatus.model_validate(dict(body.get("status") or {})))
     out.status.used_by = [Usage(namespace=ns, objects=n) for ns, n in sorted(usage.items())]
@@ -75,7 +76,7 @@ async def reconcile(rt: Runtime, body: kopf.Body, usage: Counter[str]) -> None:
     out.status.cluster_id, out.status.brokers = cluster_id, brokers
     users = ", ".join(u.namespace for u in out.status.used_by) or "no namespace yet"
     await out.write(
-        ConditionStatus.TRUE, "Connected", f"cluster {cluster_id}, {brokers} broker(s); used by {users}"
+        ConditionStatus.TRUE, Reason.CONNECTED, f"cluster {cluster_id}, {brokers} broker(s); used by {users}"
     )
 
 

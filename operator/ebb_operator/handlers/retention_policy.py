@@ -6,29 +6,44 @@ retention and history are beside it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from typing import Any
 
 import kopf
 
-from ebb_operator import metrics
+from ebb_operator import kube, metrics
+from ebb_operator.handlers.retention.history import forget_runs, sweep
 from ebb_operator.handlers.retention.runner import PolicyRunner
-from ebb_operator.handlers.runtime import runtime
+from ebb_operator.handlers.runtime import Runtime, runtime
 from ebb_operator.models.common import GROUP, VERSION
 from ebb_operator.models.retention_policy import CRD, RunOutcome
+
+log = logging.getLogger(__name__)
 
 
 @kopf.daemon(GROUP, VERSION, CRD.plural, id="retentionpolicy-runner", cancellation_timeout=30)
 async def retentionpolicy_runner(
     body: kopf.Body, stopped: kopf.DaemonStopped, memo: kopf.Memo, **_: Any
 ) -> None:
-    """The policy's run loop: one daemon per policy is what makes its runs one at a time."""
-    await PolicyRunner(runtime(memo), body).loop(stopped)
+    """The policy's run loop: one daemon per policy is what makes its runs one at a time. A run the
+    operator's restart interrupts is resumed by the next operator; one the policy's deletion interrupts
+    goes (whichever ends last of this daemon and the deletion handler below deletes what the run made)."""
+    rt = runtime(memo)
+    try:
+        await PolicyRunner(rt, body).loop(stopped)
+    finally:
+        if stopped.reason is not None and kopf.DaemonStoppingReason.RESOURCE_DELETED in stopped.reason:
+            with contextlib.suppress(kube.KubeApiError):
+                await asyncio.to_thread(forget_runs, rt.settings.job_namespace, str(body.metadata.uid))
 
 
 @kopf.on.delete(GROUP, VERSION, CRD.plural, id="retentionpolicy-forget", optional=True)
-def retentionpolicy_forget(namespace: str | None, name: str, **_: Any) -> None:
-    """Drop the policy's metric series (its owned objects go with it through ownerReferences)."""
+def retentionpolicy_forget(namespace: str | None, name: str, uid: str, memo: kopf.Memo, **_: Any) -> None:
+    """Drop the policy's metric series and its runs in the jobs namespace (its DeleteRecords go with it
+    through ownerReferences; its runs cannot have it as owner). Best effort, without a finalizer of its
+    own: what a missed deletion leaves behind, the sweep below deletes."""
     for gauge in (metrics.POLICY_RECLAIMABLE_BYTES, metrics.POLICY_HELD_PARTITIONS):
         with contextlib.suppress(KeyError):
             gauge.remove(namespace, name)
@@ -36,3 +51,31 @@ def retentionpolicy_forget(namespace: str | None, name: str, **_: Any) -> None:
         with contextlib.suppress(KeyError):
             metrics.POLICY_RUNS.remove(namespace, name, outcome.value)
     metrics.set_held_by_group(namespace or "", name, {})
+    try:
+        forget_runs(runtime(memo).settings.job_namespace, uid)
+    except kube.KubeApiError as exc:
+        log.warning("%s/%s deleted: its runs stay until the next sweep: %s", namespace, name, exc)
+
+
+async def sweep_runs(rt: Runtime) -> None:
+    """At start and every resync interval: delete the runs of policies that no longer exist."""
+    while True:
+        try:
+            await asyncio.to_thread(sweep, rt.settings.job_namespace)
+        except kube.KubeApiError as exc:
+            log.warning("cannot sweep the runs of deleted RetentionPolicies: %s", exc)
+        await asyncio.sleep(rt.settings.resync_seconds)
+
+
+@kopf.on.startup(id="retentionpolicy-sweep")
+async def retentionpolicy_sweep(memo: kopf.Memo, **_: Any) -> None:
+    memo["sweeper"] = asyncio.create_task(sweep_runs(runtime(memo)), name="retentionpolicy-sweep")
+
+
+@kopf.on.cleanup(id="retentionpolicy-sweep-stop")
+async def retentionpolicy_sweep_stop(memo: kopf.Memo, **_: Any) -> None:
+    task = memo.get("sweeper")
+    if isinstance(task, asyncio.Task):
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -22,6 +22,8 @@ from pydantic import ValidationError
 from ebb_operator import kube, metrics
 from ebb_operator.handlers.errors import reason_of
 from ebb_operator.models.common import ConditionStatus, Status, find_condition, set_condition
+from ebb_operator.models.messages import CONDITION_MESSAGE, EVENT_MESSAGE, bounded
+from ebb_operator.models.reasons import Reason
 from ebb_operator.models.validation import explain
 
 S = TypeVar("S", bound=Status)
@@ -55,14 +57,19 @@ class StatusWriter(Generic[S]):
         cond = next((c for c in self.status.conditions if c.type == "Ready"), None)
         return cond.status if cond else None
 
-    async def write(self, ready: ConditionStatus, reason: str, message: str) -> None:
+    async def write(self, ready: ConditionStatus, reason: Reason, message: str) -> None:
         self.status.conditions = set_condition(
-            self.status.conditions, "Ready", ready, reason, message[:32768], self.generation
+            self.status.conditions,
+            "Ready",
+            ready,
+            reason,
+            bounded(message, CONDITION_MESSAGE),
+            self.generation,
         )
         self.status.observed_generation = self.generation
         await asyncio.to_thread(kube.patch_status, self.ref, self._render(self.status))
 
-    def _said(self, reason: str) -> bool:
+    def _said(self, reason: Reason) -> bool:
         """Was this failure already posted for this generation (by this writer, or as the Ready condition
         a previous reconcile left)?"""
         ready = find_condition(self.status.conditions, "Ready")
@@ -73,18 +80,18 @@ class StatusWriter(Generic[S]):
         )
         return shown or (self.generation, reason) in self._warned
 
-    async def failed(self, exc: BaseException, *, message: str | None = None) -> str:
+    async def failed(self, exc: BaseException, *, message: str | None = None) -> Reason:
         """Record a failure: Ready=False with the exception class's reason, a warning Event (once per
         generation and reason), the metric."""
         reason = reason_of(exc)
         if message is None:
             message = explain(exc) if isinstance(exc, ValidationError) else str(exc) or type(exc).__name__
-        if reason == "InternalError":
+        if reason is Reason.INTERNAL_ERROR:
             log.exception("%s %s/%s: unexpected error", self.kind, self.ref.namespace, self.ref.name)
         said = self._said(reason)
         await self.write(ConditionStatus.FALSE, reason, message)
         if not said:
-            kopf.warn(self.body, reason=reason, message=message[:1024])
+            kopf.warn(self.body, reason=reason, message=bounded(message, EVENT_MESSAGE))
             self._warned.add((self.generation, reason))
         metrics.FAILURES.labels(self.kind, reason).inc()
         return reason

@@ -17,14 +17,15 @@ import logging
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from kafka import TopicPartition as KpTopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, OffsetSpec
-from kafka.errors import KafkaError, LeaderNotAvailableError, for_code
-from kafka.protocol.admin import DeleteRecordsRequest
+from kafka.errors import KafkaError, LeaderNotAvailableError, UnknownTopicOrPartitionError, for_code
+from kafka.protocol.admin import AlterClientQuotasRequest, DeleteRecordsRequest, DescribeClientQuotasRequest
 
-from ebb_operator.kafka import offset_fetch
+from ebb_operator.kafka import client_internals, offset_fetch
 from ebb_operator.kafka.connection import ClusterConnection
 from ebb_operator.kafka.offset_fetch import TopicCommits
 from ebb_operator.kafka.results import (
@@ -37,6 +38,7 @@ from ebb_operator.kafka.results import (
     KafkaCallError,
     KafkaFailure,
     OffsetResult,
+    QuotaEntity,
     TopicConfigs,
     TopicMetadata,
     TopicPartition,
@@ -212,19 +214,15 @@ class ClusterAdmin:
             return self.describe_groups(ids), commits
         if not ids or not wanted:
             return self.describe_groups(ids), {g: [] for g in ids}
-        client = self._client
-
-        async def both() -> tuple[
-            dict[str, Any] | BaseException, dict[str, list[TopicCommits] | KafkaFailure]
-        ]:
-            described = client._manager.call_soon(client._async_describe_groups, ids)
-            commits = await offset_fetch.fetch_async(client, ids, wanted)
+        # DescribeGroups in flight while the commits are fetched: kafka-python's blocking calls may run
+        # from several threads at once, each awaiting its answer on the client's I/O thread.
+        with ThreadPoolExecutor(1, thread_name_prefix="describe-groups") as pool:
+            described = pool.submit(self._client.describe_groups, ids)
+            commits = offset_fetch.fetch(self._client, ids, wanted)
             try:
-                return dict(await described), commits
+                answered: dict[str, Any] | BaseException = dict(described.result())
             except Exception as exc:  # described again group by group, each failure on its group
-                return exc, commits
-
-        answered, commits = client._manager.run(both)
+                answered = exc
         return self.describe_groups(ids, answered), commits
 
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, int]:
@@ -325,6 +323,44 @@ class ClusterAdmin:
 
         return per_item(list(wanted), call, lambda _ok: None, lambda _, f: f)
 
+    # -- client quotas (KIP-546) -----------------------------------------------------------------
+
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        """Every client quota of the cluster (DescribeClientQuotas with an empty filter): entity -> key
+        (`producer_byte_rate`, ...) -> value. Raises KafkaCallError when the cluster refuses."""
+        client = self._client
+
+        async def run() -> Any:
+            return await client_internals.send(
+                client, DescribeClientQuotasRequest(components=[], strict=False)
+            )
+
+        try:
+            response = client_internals.run(client, run)
+        except Exception as exc:
+            raise KafkaCallError(failure_of(exc)) from exc
+        return described_quotas(response)
+
+    def alter_client_quotas(
+        self, changes: Mapping[QuotaEntity, Mapping[str, float | None]], *, validate_only: bool = False
+    ) -> dict[QuotaEntity, KafkaFailure | None]:
+        """AlterClientQuotas: per entity, set each key to its value or remove it (None); keys not named
+        stay. One request; each entity's outcome its own (a refused entity changes nothing of itself)."""
+        wanted = {e: dict(c) for e, c in changes.items() if c}
+        if not wanted:
+            return {}
+        client = self._client
+        request = alter_quotas_request(wanted, validate_only)
+
+        async def run() -> Any:
+            return await client_internals.send(client, request)
+
+        try:
+            response = client_internals.run(client, run)
+        except Exception as exc:  # no answer: every entity failed alike
+            return dict.fromkeys(wanted, failure_of(exc))
+        return altered_quotas(response, wanted)
+
     # -- sizes and deletion ---------------------------------------------------------------------
 
     def log_dir_sizes(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -362,28 +398,22 @@ class ClusterAdmin:
             return {}
         wait_ms = int(self.timeout * 1000 * 2 / 3)
         client = self._client
+        out: dict[TopicPartition, DeleteRecordsResult] = {}
 
-        async def run() -> dict[TopicPartition, DeleteRecordsResult]:
-            kps = {_kp(tp): o for tp, o in offsets.items()}
-            leaders = await client._async_get_leader_for_partitions(set(kps))
-            out: dict[TopicPartition, DeleteRecordsResult] = {}
+        async def run(leaders: Mapping[int, list[TopicPartition]]) -> None:
             in_flight = []
             for leader, parts in leaders.items():
-                if leader is None or leader < 0:
-                    for kp in parts:
-                        out[_tp(kp)] = DeleteRecordsResult(None, failure_of(LeaderNotAvailableError()))
-                    continue
                 by_topic: dict[str, list[tuple[int, int]]] = defaultdict(list)
-                for kp in sorted(parts):
-                    by_topic[kp.topic].append((kp.partition, kps[kp]))
+                for tp in sorted(parts):
+                    by_topic[tp.topic].append((tp.partition, offsets[tp]))
                 request = DeleteRecordsRequest(topics=list(by_topic.items()), timeout_ms=wait_ms)
-                in_flight.append((parts, client._manager.send(request, node_id=leader)))
+                in_flight.append((parts, client_internals.send(client, request, leader)))
             for parts, future in in_flight:
                 try:
                     response = (await future).to_dict()
                 except Exception as exc:  # the leader did not answer: every partition it leads failed
-                    for kp in parts:
-                        out[_tp(kp)] = DeleteRecordsResult(None, failure_of(exc))
+                    for tp in parts:
+                        out[tp] = DeleteRecordsResult(None, failure_of(exc))
                     continue
                 for topic in response["topics"]:
                     for p in topic["partitions"]:
@@ -393,19 +423,39 @@ class ClusterAdmin:
                             out[tp] = DeleteRecordsResult(None, failure_of(error))
                         else:
                             out[tp] = DeleteRecordsResult(int(p["low_watermark"]))
-            return out
 
         try:
-            found: dict[TopicPartition, DeleteRecordsResult] = client._manager.run(run)
-        except Exception as exc:  # no metadata for some partition: each is asked alone, so each gets its own
+            leaders: dict[int, list[TopicPartition]] = defaultdict(list)
+            for tp, leader in self._leaders(offsets).items():
+                if isinstance(leader, KafkaFailure):
+                    out[tp] = DeleteRecordsResult(None, leader)
+                else:
+                    leaders[leader].append(tp)
+            client_internals.run(client, run, leaders)
+        except Exception as exc:  # the cluster did not answer: each partition is asked alone, for its own
             if len(offsets) == 1:
                 ((tp, _),) = offsets.items()
                 return {tp: DeleteRecordsResult(None, failure_of(exc))}
-            out: dict[TopicPartition, DeleteRecordsResult] = {}
+            out = {}
             for tp, offset in offsets.items():
                 out.update(self.delete_records({tp: offset}))
             return out
-        return {tp: found.get(tp, DeleteRecordsResult(None, _missing())) for tp in offsets}
+        return {tp: out.get(tp, DeleteRecordsResult(None, _missing())) for tp in offsets}
+
+    def _leaders(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | KafkaFailure]:
+        """Each partition's leader (one Metadata request), or why it has none to ask."""
+        wanted = set(partitions)
+        leaders: dict[TopicPartition, int | KafkaFailure] = {}
+        for t in self._client.describe_topics(sorted({tp.topic for tp in wanted})):
+            for p in t.get("partitions") or []:
+                tp = TopicPartition(t["name"], p["partition_index"])
+                if tp in wanted:
+                    leader = p["leader_id"]
+                    no_leader = leader is None or leader < 0
+                    leaders[tp] = failure_of(LeaderNotAvailableError()) if no_leader else int(leader)
+        for tp in wanted - leaders.keys():
+            leaders[tp] = failure_of(UnknownTopicOrPartitionError(f"{tp} is not in the cluster's metadata"))
+        return leaders
 
 
 def _group_description(raw: Mapping[str, Any]) -> GroupDescription:
@@ -433,6 +483,41 @@ def group_state(text: object) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])", "_", str(text or "Unknown")).upper()
 
 
-def _code_failure(code: int) -> KafkaFailure:
+def _code_failure(code: int, message: str | None = None) -> KafkaFailure:
+    """A Kafka error code as a KafkaFailure; the broker's own message when it sent one."""
     cls = for_code(code)
-    return KafkaFailure(str(cls.message), str(cls.description or cls.message), bool(cls.retriable))
+    return KafkaFailure(str(cls.message), message or str(cls.description or cls.message), bool(cls.retriable))
+
+
+def _entity(parts: Iterable[Any]) -> QuotaEntity:
+    return QuotaEntity(tuple(sorted((p.entity_type, p.entity_name) for p in parts)))
+
+
+def described_quotas(response: Any) -> dict[QuotaEntity, dict[str, float]]:
+    """A DescribeClientQuotas answer as entity -> key -> value; KafkaCallError for a refused filter."""
+    if response.error_code:
+        raise KafkaCallError(_code_failure(response.error_code, response.error_message))
+    return {_entity(e.entity): {v.key: float(v.value) for v in e.values} for e in response.entries or []}
+
+
+def alter_quotas_request(
+    wanted: Mapping[QuotaEntity, Mapping[str, float | None]], validate_only: bool
+) -> AlterClientQuotasRequest:
+    """One AlterClientQuotas for every entity's ops (a None value removes the key)."""
+    return AlterClientQuotasRequest(
+        entries=[
+            (list(entity.parts), [(k, 0.0 if v is None else float(v), v is None) for k, v in ops.items()])
+            for entity, ops in wanted.items()
+        ],
+        validate_only=validate_only,
+    )
+
+
+def altered_quotas(response: Any, wanted: Iterable[QuotaEntity]) -> dict[QuotaEntity, KafkaFailure | None]:
+    """Each entity's outcome in an AlterClientQuotas answer (an entity left unanswered failed)."""
+    out = {
+        _entity(e.entity): _code_failure(e.error_code, e.error_message) if e.error_code else None
+        for e in response.entries
+    }
+    unanswered = KafkaFailure("UNKNOWN_SERVER_ERROR", "no answer for this quota entity", False)
+    return {e: out.get(e, unanswered) for e in wanted}

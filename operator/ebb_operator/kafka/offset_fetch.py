@@ -5,10 +5,10 @@ why it is a decoder of its own, and the layout); this module turns a group's err
 adapter's KafkaFailure and sends the requests.
 
 The request goes through kafka-python's own connections (so TLS, SASL and the coordinator lookup are
-the client's), as an object that carries the v8 request and names this module's decoder for the answer.
-That leans on kafka-python internals (`_manager`, `_find_coordinator_ids`, the request/header protocol
-of its connection), pinned by its exact version; the spark and compat tiers run it against Apache Kafka
-and ebb-broker. Brokers without v8 (Kafka before 3.0) get the client's one-group-per-request path.
+the client's), as an object that carries the v8 request and names this module's decoder for the answer:
+kafka-python internals, confined to `client_internals.py` and pinned there; the spark and compat tiers
+run it against Apache Kafka and ebb-broker. Brokers without v8 (Kafka before 3.0) get the client's
+one-group-per-request path.
 """
 
 from __future__ import annotations
@@ -19,12 +19,15 @@ from typing import Any
 
 from kafka.admin import KafkaAdminClient
 from kafka.errors import for_code
+from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
 
 from ebb_formats import offset_fetch
 from ebb_formats.offset_fetch import VERSION
 from ebb_formats.offset_fetch import OffsetFetchDecodeError as OffsetFetchDecodeError  # what decode raises
 from ebb_formats.offset_fetch import TopicCommits as TopicCommits  # the adapter's answer
+from ebb_operator.kafka import client_internals
+from ebb_operator.kafka.client_internals import DecodedRequest
 from ebb_operator.kafka.results import KafkaFailure
 
 GROUPS_PER_REQUEST = 100
@@ -66,70 +69,32 @@ def _failure(code: int, group: str) -> KafkaFailure:
 
 
 class _Answer:
-    """What kafka-python's connection hands back for an OffsetFetch sent by this module."""
+    """An OffsetFetch v8 answer as this module decodes it."""
 
     def __init__(self, data: bytes) -> None:
         self.throttle_time_ms, self.groups = decode(data)
 
 
-class _AnswerType:
-    """The connection asks a request's header for the class of its answer: this one decodes it here."""
-
-    @staticmethod
-    def parse_header(buffer: Any) -> Any:
-        return OffsetFetchResponse[VERSION].parse_header(buffer)
-
-    @staticmethod
-    def decode(buffer: Any) -> _Answer:
-        return _Answer(buffer.read())
-
-
-class _Header:
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.correlation_id = inner.correlation_id
-        self.api_key = inner.request_api_key
-        self.api_version = inner.request_api_version
-
-    def get_response_class(self) -> type[_AnswerType]:
-        return _AnswerType
-
-
-class _Request:
-    """kafka-python's OffsetFetch v8 request, with a header naming `_AnswerType` for its answer."""
-
-    API_KEY = OffsetFetchRequest.API_KEY
-    API_VERSION = VERSION
-
-    def __init__(self, groups: Sequence[str], partitions: Mapping[str, Sequence[int]] | None = None) -> None:
-        group = OffsetFetchRequest.OffsetFetchRequestGroup
-        topics = (
-            None  # every partition the group committed
-            if partitions is None
-            else [
-                group.OffsetFetchRequestTopics(name=t, partition_indexes=list(ps))
-                for t, ps in partitions.items()
-            ]
-        )
-        self._inner = OffsetFetchRequest(
-            groups=[group(group_id=g, topics=topics) for g in groups], version=VERSION
-        )
-        self.header: _Header | None = None
-
-    def with_header(self, correlation_id: int = 0, client_id: str = "kafka-python") -> None:
-        self._inner.with_header(correlation_id=correlation_id, client_id=client_id)
-        self.header = _Header(self._inner.header)
-
-    def encode(self, framed: bool = False, header: bool = False) -> bytes:
-        return bytes(self._inner.encode(version=VERSION, framed=framed, header=header))
-
-    def expect_response(self) -> bool:
-        return True
+def _request(
+    groups: Sequence[str], partitions: Mapping[str, Sequence[int]] | None = None
+) -> DecodedRequest[_Answer]:
+    """kafka-python's OffsetFetch v8 request, its answer decoded here."""
+    group = OffsetFetchRequest.OffsetFetchRequestGroup
+    topics = (
+        None  # every partition the group committed
+        if partitions is None
+        else [
+            group.OffsetFetchRequestTopics(name=t, partition_indexes=list(ps)) for t, ps in partitions.items()
+        ]
+    )
+    inner = OffsetFetchRequest(groups=[group(group_id=g, topics=topics) for g in groups], version=VERSION)
+    return DecodedRequest(inner, VERSION, OffsetFetchResponse, _Answer)
 
 
 def supported(client: KafkaAdminClient) -> bool:
     """Whether the cluster serves OffsetFetch v8 (many groups per request)."""
-    return bool(client._manager.broker_version_data.api_version(OffsetFetchRequest) >= VERSION)
+    _, highest = client.api_versions().get(ApiKey.OffsetFetch, (0, -1))
+    return bool(highest >= VERSION)
 
 
 def fetch(
@@ -137,22 +102,19 @@ def fetch(
 ) -> dict[str, list[TopicCommits] | KafkaFailure]:
     """The committed offsets of `groups` (only on `partitions`, topic -> partition numbers, when given):
     one v8 request per coordinator and GROUPS_PER_REQUEST groups."""
-    found: dict[str, list[TopicCommits] | KafkaFailure] = client._manager.run(
-        fetch_async, client, list(groups), partitions
-    )
-    return found
+    return client_internals.run(client, _fetch, client, list(groups), partitions)
 
 
-async def fetch_async(
+async def _fetch(
     client: KafkaAdminClient, groups: Sequence[str], partitions: Mapping[str, Sequence[int]] | None = None
 ) -> dict[str, list[TopicCommits] | KafkaFailure]:
-    """`fetch` as a coroutine on kafka-python's loop, to run beside another request of the same client.
+    """`fetch` as a coroutine on kafka-python's I/O loop.
 
     Asking for named partitions bounds the answer by what a caller checks (the Consumed guard: every
     partition of the topics it cuts) instead of by everything the groups ever committed; a partition
     without a commit is left out either way."""
     wanted = list(dict.fromkeys(groups))
-    coordinators = await client._find_coordinator_ids(wanted)
+    coordinators = await client_internals.group_coordinators(client, wanted)
     by_node: dict[int, list[str]] = defaultdict(list)
     for g in wanted:
         by_node[coordinators[g]].append(g)
@@ -164,8 +126,8 @@ async def fetch_async(
         for i in range(0, len(gs), GROUPS_PER_REQUEST):
             if len(waiting) >= IN_FLIGHT:
                 out.update((await waiting.popleft()).groups)
-            request = _Request(gs[i : i + GROUPS_PER_REQUEST], partitions)
-            waiting.append(client._manager.send(request, node_id=node))
+            request = _request(gs[i : i + GROUPS_PER_REQUEST], partitions)
+            waiting.append(client_internals.send(client, request, node))
     while waiting:
         out.update((await waiting.popleft()).groups)
     missing = KafkaFailure("NO_ANSWER", "the coordinator's answer left the group out", True)

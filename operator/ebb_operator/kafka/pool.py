@@ -19,9 +19,9 @@ T = TypeVar("T")
 
 @dataclass
 class _Entry:
+    last_used: float
     lock: threading.Lock = field(default_factory=threading.Lock)
     admin: ClusterAdmin | None = None
-    last_used: float = field(default_factory=time.monotonic)
 
 
 class AdminPool:
@@ -33,8 +33,10 @@ class AdminPool:
         idle_seconds: float = 300.0,
         request_timeout: float = 15.0,
         factory: Callable[[ClusterConnection, float], ClusterAdmin] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.idle_seconds = idle_seconds
+        self._clock = clock
         self.request_timeout = request_timeout
         self._factory = factory or (lambda conn, timeout: ClusterAdmin(conn, request_timeout=timeout))
         self._entries: dict[tuple[str, tuple[tuple[str, str], ...]], _Entry] = {}
@@ -45,7 +47,7 @@ class AdminPool:
         """`fn(admin)` on this cluster's client, created on first use; blocking (call from a thread)."""
         while True:
             with self._lock:
-                entry = self._entries.setdefault(connection.key, _Entry())
+                entry = self._entries.setdefault(connection.key, _Entry(self._clock()))
             with entry.lock:
                 with self._lock:
                     if self._entries.get(connection.key) is not entry:
@@ -56,7 +58,7 @@ class AdminPool:
                 try:
                     return fn(entry.admin)
                 finally:
-                    entry.last_used = time.monotonic()
+                    entry.last_used = self._clock()
                     self.close_idle()
 
     async def call(self, connection: ClusterConnection, fn: Callable[[ClusterAdmin], T]) -> T:
@@ -65,7 +67,7 @@ class AdminPool:
 
     def close_idle(self) -> int:
         """Close clients unused for idle_seconds (skipping any in use); returns how many were closed."""
-        now, closed = time.monotonic(), 0
+        now, closed = self._clock(), 0
         with self._lock:
             idle = [
                 (key, e) for key, e in self._entries.items()

@@ -7,7 +7,7 @@ one bad partition.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class TopicPartition(NamedTuple):
@@ -107,3 +107,25 @@ class TopicConfigs:
     def supports(self, name: str) -> bool:
         """Capability probe: the cluster knows a topic config iff DescribeConfigs lists it."""
         return name in self.configs
+
+
+USER_ENTITY = "user"
+CLIENT_ID_ENTITY = "client-id"
+_ABSENT: Any = object()
+
+
+@dataclass(frozen=True, order=True)
+class QuotaEntity:
+    """A client quota entity (KIP-546): entity type -> name, a name of None meaning the type's default
+    (`kafka-configs --entity-default`). `QuotaEntity.of(client_id="app")`,
+    `QuotaEntity.of(user="alice", client_id=None)` (alice's default client)."""
+
+    parts: tuple[tuple[str, str | None], ...]
+
+    @classmethod
+    def of(cls, *, user: str | None = _ABSENT, client_id: str | None = _ABSENT) -> QuotaEntity:
+        pairs = {USER_ENTITY: user, CLIENT_ID_ENTITY: client_id}
+        return cls(tuple(sorted((t, n) for t, n in pairs.items() if n is not _ABSENT)))
+
+    def __str__(self) -> str:
+        return ", ".join(f"{t}={'<default>' if n is None else n}" for t, n in self.parts)

@@ -18,10 +18,12 @@ from ebb_operator.kube.admission import (
 )
 from ebb_operator.kube.client import api_client, reset_client
 from ebb_operator.kube.core import (
+    config_map_labels,
+    create_config_map,
     create_secret,
-    delete_config_map,
-    delete_secret,
+    delete_labelled,
     namespace_labels,
+    patch_config_map_data,
     read_config_map_data,
     read_secret,
     upsert_config_map,
@@ -29,14 +31,20 @@ from ebb_operator.kube.core import (
 from ebb_operator.kube.custom_objects import (
     create_object,
     delete_object,
+    delete_objects,
     get_object,
     list_objects,
     patch_status,
 )
 from ebb_operator.kube.errors import AlreadyExistsError, ForbiddenError, KubeApiError, NotFoundError
+from ebb_operator.kube.events import post_event
+from ebb_operator.kube.leases import create_lease, read_lease, replace_lease
 from ebb_operator.kube.resources import (
     CLUSTER_LABEL,
+    LEASES,
     POLICY_LABEL,
+    POLICY_NAMESPACE_LABEL,
+    POLICY_UID_LABEL,
     RUN_LABEL,
     SPARK_APPLICATIONS,
     ObjectRef,
@@ -46,7 +54,10 @@ from ebb_operator.kube.resources import (
 
 __all__ = [
     "CLUSTER_LABEL",
+    "LEASES",
     "POLICY_LABEL",
+    "POLICY_NAMESPACE_LABEL",
+    "POLICY_UID_LABEL",
     "RUN_LABEL",
     "SPARK_APPLICATIONS",
     "AlreadyExistsError",
@@ -57,22 +68,29 @@ __all__ = [
     "Resource",
     "api_client",
     "apply_webhook_configuration",
+    "config_map_labels",
+    "create_config_map",
+    "create_lease",
     "create_object",
     "create_secret",
     "create_tls_secret",
-    "delete_config_map",
+    "delete_labelled",
     "delete_object",
-    "delete_secret",
+    "delete_objects",
     "delete_webhook_configuration",
     "get_object",
     "list_objects",
     "namespace_labels",
     "owner_reference",
+    "patch_config_map_data",
     "patch_status",
+    "post_event",
     "read_config_map_data",
+    "read_lease",
     "read_secret",
     "read_tls_secret",
     "read_webhook_configuration",
+    "replace_lease",
     "replace_tls_secret",
     "reset_client",
     "set_webhook_ca_bundle",

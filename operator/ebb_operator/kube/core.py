@@ -1,5 +1,5 @@
-"""Core objects: Secrets (cluster credentials, a Spark run's request), ConfigMaps (a Spark run's plan),
-namespace labels (KafkaCluster grants by namespaceSelector)."""
+"""Core objects: Secrets (cluster credentials, a Spark run's request), ConfigMaps (a Spark run's plan and
+progress), namespace labels (KafkaCluster grants by namespaceSelector)."""
 
 from __future__ import annotations
 
@@ -26,18 +26,11 @@ def read_secret(namespace: str, name: str) -> dict[str, str]:
 
 
 @translated
-def create_secret(
-    namespace: str, name: str, data: dict[str, str], labels: dict[str, str], owner: dict[str, Any]
-) -> None:
-    meta = client.V1ObjectMeta(name=name, namespace=namespace, labels=labels, owner_references=[owner])
+def create_secret(namespace: str, name: str, data: dict[str, str], labels: dict[str, str]) -> None:
+    meta = client.V1ObjectMeta(name=name, namespace=namespace, labels=labels)
     _core().create_namespaced_secret(
         namespace, client.V1Secret(metadata=meta, type="Opaque", string_data=data)
     )
-
-
-@translated
-def delete_secret(namespace: str, name: str) -> None:
-    _core().delete_namespaced_secret(name, namespace)
 
 
 @translated
@@ -61,8 +54,29 @@ def upsert_config_map(
 
 
 @translated
-def delete_config_map(namespace: str, name: str) -> None:
-    _core().delete_namespaced_config_map(name, namespace)
+def create_config_map(namespace: str, name: str, data: dict[str, str], labels: dict[str, str]) -> None:
+    meta = client.V1ObjectMeta(name=name, namespace=namespace, labels=labels)
+    _core().create_namespaced_config_map(namespace, client.V1ConfigMap(metadata=meta, data=data))
+
+
+@translated
+def patch_config_map_data(namespace: str, name: str, data: dict[str, str]) -> None:
+    """Merge `data` into the ConfigMap's: its other keys, labels and owner stay."""
+    _core().patch_namespaced_config_map(name, namespace, {"data": data})
+
+
+@translated
+def config_map_labels(namespace: str, label_selector: str) -> list[dict[str, str]]:
+    """The labels of each ConfigMap the selector matches."""
+    listed = _core().list_namespaced_config_map(namespace, label_selector=label_selector)
+    return [dict((cm.metadata.labels if cm.metadata else None) or {}) for cm in listed.items]
+
+
+@translated
+def delete_labelled(namespace: str, label_selector: str) -> None:
+    """Delete the Secrets and ConfigMaps the selector matches (deletecollection: no right to read them)."""
+    _core().delete_collection_namespaced_secret(namespace, label_selector=label_selector)
+    _core().delete_collection_namespaced_config_map(namespace, label_selector=label_selector)
 
 
 @translated

@@ -59,6 +59,15 @@ def delete_object(ref: ObjectRef) -> None:
 
 
 @translated
+def delete_objects(resource: Resource, namespace: str, label_selector: str) -> None:
+    """Delete every object of one kind in `namespace` that the selector matches."""
+    r = resource
+    _api().delete_collection_namespaced_custom_object(
+        r.group, r.version, namespace, r.plural, label_selector=label_selector
+    )
+
+
+@translated
 def patch_status(ref: ObjectRef, status: dict[str, Any]) -> dict[str, Any]:
     """Merge-patch the status subresource; lists (conditions, partitions) are replaced whole.
 

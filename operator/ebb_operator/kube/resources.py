@@ -7,8 +7,12 @@ from typing import Any
 
 from ebb_operator.models.common import GROUP, VERSION
 
-POLICY_LABEL = f"{GROUP}/retention-policy"  # on a policy's DeleteRecords, SparkApplications, Secrets
+POLICY_LABEL = f"{GROUP}/retention-policy"  # on a policy's DeleteRecords and its runs' objects
 RUN_LABEL = f"{GROUP}/run-id"
+# A run's objects in the jobs namespace cannot have their policy as owner (owner references never cross
+# namespaces): these labels name it, and cleanup selects by them.
+POLICY_NAMESPACE_LABEL = f"{GROUP}/policy-namespace"
+POLICY_UID_LABEL = f"{GROUP}/policy-uid"
 CLUSTER_LABEL = f"{GROUP}/kafka-cluster"
 
 
@@ -29,6 +33,7 @@ class Resource:
 
 
 SPARK_APPLICATIONS = Resource("sparkoperator.k8s.io", "v1beta2", "sparkapplications", "SparkApplication")
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonValue
 
+from ebb_operator.models.messages import CONDITION_MESSAGE
+
 GROUP = "ebb.dev"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -193,7 +195,7 @@ class Condition(Observed):
     reason: str = Field(
         pattern=REASON_PATTERN, max_length=1024, description="Why, in one CamelCase word (for machines)."
     )
-    message: str = Field(default="", max_length=32768, description="Why, for humans.")
+    message: str = Field(default="", max_length=CONDITION_MESSAGE, description="Why, for humans.")
     last_transition_time: str | None = Field(default=None, description="When status last changed.")
     observed_generation: int | None = Field(
         default=None, ge=0, description="The metadata.generation the condition was computed for."

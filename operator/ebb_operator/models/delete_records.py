@@ -25,6 +25,7 @@ from ebb_operator.models.common import (
     validated,
 )
 from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, condition_columns
+from ebb_operator.models.reasons import Reason
 
 HIGH_WATERMARK = -1  # KIP-107: offset -1 means "up to the high watermark"
 MAX_PARTITIONS = 10000  # partitions of one DeleteRecords (the API server keeps objects small)
@@ -89,7 +90,7 @@ class Phase(StrEnum):
 TERMINAL_PHASES = frozenset({Phase.SUCCEEDED, Phase.PARTIALLY_FAILED, Phase.FAILED})
 # Ready reasons of a request that has not started: its cluster state could not be read yet, or its
 # KafkaCluster or credentials Secret does not exist yet (GitOps tools apply objects in any order).
-WAITING_REASONS = frozenset({"Pending", "ClusterNotFound"})
+WAITING_REASONS = frozenset({Reason.PENDING, Reason.CLUSTER_NOT_FOUND})
 
 
 class PartitionResult(Observed):
@@ -103,6 +104,10 @@ class PartitionResult(Observed):
     )
     error: str | None = Field(
         default=None, description="Why the partition was not cut (GuardRefused, a Kafka error)."
+    )
+    refused: bool = Field(
+        default=False,
+        description="The guard refused the partition: error names the groups not consumed past the offset.",
     )
     retrying: str | None = Field(
         default=None,
@@ -149,7 +154,7 @@ def phase_from_conditions(conditions: list[Condition]) -> Phase:
         return Phase.SUCCEEDED
     if ready.status is ConditionStatus.UNKNOWN:
         return Phase.RUNNING
-    return Phase.PARTIALLY_FAILED if ready.reason == "PartiallyFailed" else Phase.FAILED
+    return Phase.PARTIALLY_FAILED if ready.reason == Reason.PARTIALLY_FAILED else Phase.FAILED
 
 
 CRD = CrdInfo(

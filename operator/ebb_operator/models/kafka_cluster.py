@@ -34,7 +34,7 @@ class Permission(StrEnum):
     GUARD_NONE = "GuardNone"  # DeleteRecords with guard None (no consumer check)
     FORCED_RETENTION = "ForcedRetention"  # RetentionPolicy.forcedRetention (retention.ms), >= the minimum
     COMPACTION = "Compaction"  # CompactionConfig (cleanup.policy compact rewrites topics)
-    SPARK_OVERRIDES = "SparkOverrides"  # a SparkApplication image / service account of the tenant's choice
+    SPARK_OVERRIDES = "SparkOverrides"  # a SparkApplication service account of the tenant's choice
 
 
 class LabelSelector(Model):
@@ -92,6 +92,13 @@ class KafkaClusterSpec(Model):
     bootstrap_servers: str = Field(pattern=BOOTSTRAP_PATTERN, description="host:port[,host:port...]")
     credentials: Credentials | None = Field(
         default=None, description="How the operator authenticates (absent: no client properties)."
+    )
+    analysis_credentials: Credentials | None = Field(
+        default=None,
+        description="A read-only credential for RetentionPolicy analysis runs (DESCRIBE on topics, "
+        "groups and the cluster, DESCRIBE_CONFIGS on topics; READ on __consumer_offsets for "
+        "offsetsSource ConsumerOffsetsTopic): every run on this cluster gets it instead of "
+        "credentials, and runs with a tenant's serviceAccount need it.",
     )
     access: list[Grant] = Field(
         default_factory=list,

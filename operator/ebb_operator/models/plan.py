@@ -13,7 +13,7 @@ from ebb_operator.models.common import Observed
 
 
 class HoldReason(StrEnum):
-    """Why a partition keeps its data (DESIGN.md section 4, safety rules: fail closed)."""
+    """Why a partition keeps its data: anything unknown holds it (docs/analysis.md, the decision)."""
 
     NO_COMMIT = "NoCommit"  # a counted group has no committed offset for the partition
     OFFSET_OUT_OF_RANGE = "OffsetOutOfRange"  # committed offset outside [logStart, highWatermark]

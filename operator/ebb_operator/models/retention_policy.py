@@ -57,9 +57,16 @@ class SparkPod(Model):
 
 
 class SparkApplicationSpec(Model):
-    image: str | None = Field(default=None, description="Defaults to the operator image.")
+    image: str | None = Field(
+        default=None,
+        description="Refused: runs share the operator's jobs namespace, where only the operator's own "
+        "image runs (a tenant's code there could reach other runs' objects). Leave unset.",
+    )
     service_account: str | None = Field(
-        default=None, description="The driver's service account; defaults to the operator's setting."
+        default=None,
+        description="A ServiceAccount of the operator's jobs namespace for the driver and executors, "
+        "instead of the operator's. Needs SparkOverrides in the grant and a KafkaCluster with "
+        "analysisCredentials: such a run gets only those.",
     )
     driver: SparkPod | None = Field(default=None, description="The driver pod's resources.")
     executor: SparkPod | None = Field(default=None, description="The executor pods' resources.")
@@ -123,12 +130,36 @@ class RunOutcome(StrEnum):
     FAILED = "Failed"
 
 
+class RunProgress(Observed):
+    """Where a SparkApplication run is: the Spark operator's state and the driver's own report."""
+
+    state: str | None = Field(
+        default=None, description="The SparkApplication's applicationState (SUBMITTED, RUNNING, ...)."
+    )
+    executors: int | None = Field(default=None, description="Executor pods running, per the Spark operator.")
+    stage: str | None = Field(
+        default=None, description="What the analysis job is doing, as its driver reports it."
+    )
+    tasks_done: int | None = Field(
+        default=None, description="Spark tasks finished, over the stages started so far (the driver's)."
+    )
+    tasks_total: int | None = Field(default=None, description="Spark tasks of the stages started so far.")
+
+
 class LastRun(Observed):
     id: str = Field(description="The run's id (its start time, UTC).")
     started_at: str | None = Field(default=None, description="When the run started.")
     completed_at: str | None = Field(default=None, description="When the run ended.")
     engine: Engine = Field(description="The analysis engine it ran with.")
     spark_application: str | None = Field(default=None, description="Its SparkApplication, if any.")
+    spark_application_namespace: str | None = Field(
+        default=None,
+        description="Where the run's SparkApplication runs: the operator's jobs namespace, not the "
+        "policy's (its request holds the cluster's credentials).",
+    )
+    progress: RunProgress | None = Field(
+        default=None, description="A SparkApplication run's progress, updated while it runs."
+    )
     delete_records: str | None = Field(default=None, description="The DeleteRecords it created, if any.")
     outcome: RunOutcome | None = Field(
         default=None, description="Running, Succeeded, NothingToDelete, Held or Failed."

@@ -60,6 +60,9 @@ class RunPlan(Observed):
 # A SparkApplication run hands its plan back in a ConfigMap (the driver's output is out of the operator's
 # reach): gzip and base64 under one key, so 10 000 cuts and their topics fit the ConfigMap's 1 MiB.
 PLAN_KEY = "plan.json.gz"
+# While it runs, the driver keeps its progress (RunProgress: stage, tasksDone, tasksTotal) under this key
+# of the same ConfigMap; the operator copies it into the policy's status.lastRun.progress.
+PROGRESS_KEY = "progress.json"
 
 
 def pack_plan(plan: RunPlan) -> str:

@@ -1,9 +1,10 @@
-"""`python -m ebb_operator.analysis --request FILE --report-configmap NAME` on a real kube-apiserver with
-Apache Kafka, as a SparkApplication's driver runs it.
+"""`python -m ebb_operator.analysis --request FILE --report-configmap NAME --report-namespace NS` on a real
+kube-apiserver with Apache Kafka, as a SparkApplication's driver runs it.
 
 The job gets everything from its request (no API reads), plans from the group's real commits and hands
-the plan back in a ConfigMap, under a ServiceAccount that may only write ConfigMaps (the chart's Spark
-driver role): it needs no right to create DeleteRecords, and it creates none.
+the plan back, with its progress, in the run's ConfigMap (which the operator made, labelled with the
+run's policy), under a ServiceAccount that may only write ConfigMaps: it needs no right to create
+DeleteRecords, and it creates none.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from ebb_operator.models.run import PLAN_KEY, RunPlan, unpack_plan
+from ebb_operator.models.retention_policy import RunProgress
+from ebb_operator.models.run import PLAN_KEY, PROGRESS_KEY, RunPlan, unpack_plan
 from harness.bounded import close_within
 from harness.controlplane import ControlPlane
 from harness.kafka import KafkaBroker
@@ -60,13 +62,13 @@ def test_the_job_hands_its_plan_back_in_a_config_map_and_creates_nothing(
     c.commit(offsets=[TopicPartition(topic, 0, 6), TopicPartition(topic, 1, 0)], asynchronous=False)
     close_within(c)
 
-    # The driver's ServiceAccount may write ConfigMaps in its namespace, nothing else.
+    # The driver's ServiceAccount may patch ConfigMaps in its namespace, nothing else.
     rbac = [
         {"apiVersion": "v1", "kind": "ServiceAccount",
          "metadata": {"name": DRIVER, "namespace": k8s_namespace}},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
          "metadata": {"name": DRIVER, "namespace": k8s_namespace},
-         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update"]}]},
+         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["patch"]}]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
          "metadata": {"name": DRIVER, "namespace": k8s_namespace},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": DRIVER},
@@ -74,6 +76,10 @@ def test_the_job_hands_its_plan_back_in_a_config_map_and_creates_nothing(
     ]  # fmt: skip
     control_plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(rbac))
     kubeconfig = control_plane.service_account_kubeconfig(k8s_namespace, DRIVER)
+    # The run's ConfigMap, as the operator creates it before the SparkApplication.
+    labels = {"ebb.dev/policy-uid": "u-1", "ebb.dev/run-id": "r1"}
+    run = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "orders-r1", "labels": labels}}
+    control_plane.kubectl("apply", "-n", k8s_namespace, "-f", "-", stdin=yaml.safe_dump(run))
 
     request = tmp_path / "request.json"
     request.write_text(
@@ -92,12 +98,18 @@ def test_the_job_hands_its_plan_back_in_a_config_map_and_creates_nothing(
     )
     proc = subprocess.run(
         [sys.executable, "-m", "ebb_operator.analysis", "--request", str(request), "--master", "local[1]",
-         "--report-configmap", "orders-r1"],
+         "--report-configmap", "orders-r1", "--report-namespace", k8s_namespace],
         env=control_plane.env(kubeconfig), capture_output=True, text=True, timeout=400, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    data = control_plane.kubectl_json("get", "-n", k8s_namespace, "configmap", "orders-r1")["data"]
+    report = control_plane.kubectl_json("get", "-n", k8s_namespace, "configmap", "orders-r1")
+    assert report["metadata"]["labels"] == labels, "the job writes its keys, the run's labels stay"
+    data = report["data"]
     plan = RunPlan.model_validate_json(unpack_plan(data[PLAN_KEY]))
+    # Its last progress report: the job's last phase, every task of the stages it ran done.
+    progress = RunProgress.model_validate_json(data[PROGRESS_KEY])
+    assert progress.stage == "the plan", progress
+    assert progress.tasks_total and progress.tasks_done == progress.tasks_total, progress
     # The group is at 0 on partition 1: only partition 0 goes, up to what the group has read.
     assert [(d.topic, d.partition, d.offset) for d in plan.deletes] == [(topic, 0, 6)]
     assert plan.counted_groups == [group] and plan.run_id == "r1"

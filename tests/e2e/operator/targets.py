@@ -1,4 +1,4 @@
-"""The clusters every operator test runs against: an ebb-broker and Apache Kafka (DESIGN.md section 6)."""
+"""The clusters every operator test runs against: an ebb-broker and Apache Kafka."""
 
 from __future__ import annotations
 

@@ -31,7 +31,8 @@ def retention_crds(control_plane: ControlPlane) -> None:
 
 @pytest.fixture(scope="session")
 def operator_sa_kubeconfig(control_plane: ControlPlane, retention_crds: None) -> Path:
-    """A ServiceAccount token whose only permissions are the operator's ClusterRole (the chart's rules)."""
+    """A ServiceAccount token whose only permissions are the operator's ClusterRole and its leader election
+    Role (the chart's rules)."""
     role = rbac.cluster_role("ebb-retention-operator")
     role["rules"] = [*rbac.RULES, *rbac.INLINE_CLUSTER_RULES]  # these policies name their cluster inline
     subject = {"kind": "ServiceAccount", "name": ACCOUNT, "namespace": ACCOUNT_NAMESPACE}
@@ -52,6 +53,7 @@ def operator_sa_kubeconfig(control_plane: ControlPlane, retention_crds: None) ->
             "roleRef": role_ref,
             "subjects": [subject],
         },
+        *rbac.leader_election_role("ebb-retention-operator-leader", ACCOUNT_NAMESPACE, ACCOUNT),
     ]  # fmt: skip
     control_plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(manifests))
     return control_plane.service_account_kubeconfig(ACCOUNT_NAMESPACE, ACCOUNT)

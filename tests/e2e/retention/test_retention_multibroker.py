@@ -22,7 +22,7 @@ import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.bounded import close_within
+from harness.bounded import close_within, wait_until
 from harness.controlplane import ControlPlane
 from harness.kafka_cluster import KafkaCluster
 from harness.operator_process import OperatorProcess
@@ -40,10 +40,7 @@ def _create(cluster: KafkaCluster, topic: str, replicas: list[list[int]]) -> Non
     for f in admin.create_topics(topics).values():
         f.result(60)
     for p, assigned in enumerate(replicas):
-        deadline = time.monotonic() + 30
-        while cluster.partition_state(topic, p)[0] != assigned[0]:
-            assert time.monotonic() < deadline, f"{topic}-{p} not led by {assigned[0]}"
-            time.sleep(0.2)
+        _led_by(cluster, topic, p, assigned[0])
 
 
 def _produce(bootstrap: str, topic: str, partitions: int, count: int, size: int, old: int = 0) -> None:
@@ -64,14 +61,15 @@ def _apply(cp: ControlPlane, ns: str, kind: str, name: str, spec: dict[str, Any]
 def _until(
     cp: ControlPlane, ns: str, plural: str, name: str, check: Callable[[dict[str, Any]], bool], timeout: float
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        obj: dict[str, Any] = cp.kubectl_json("get", "-n", ns, plural, name)
-        if check(obj):
-            return obj
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{plural}/{name} did not get there:\n{yaml.safe_dump(obj.get('status'))}")
-        time.sleep(0.3)
+    obj: dict[str, Any] = wait_until(
+        f"{plural}/{name}",
+        lambda: cp.kubectl_json("get", "-n", ns, plural, name),
+        timeout,
+        until=check,
+        interval=0.3,
+        detail=lambda o: "\n" + yaml.safe_dump(o.get("status")),
+    )
+    return obj
 
 
 def _partitions(obj: dict[str, Any]) -> dict[int, dict[str, Any]]:
@@ -121,10 +119,12 @@ def _reorder(cluster: KafkaCluster, topic: str, partition: int, replicas: list[i
         assert all(e is None for e in errors.values()), errors
 
     _controller_call(cluster, reorder, via)
-    deadline = time.monotonic() + 30
-    while cluster.partition_state(topic, partition)[1] != replicas:
-        assert time.monotonic() < deadline, f"{topic}-{partition} not reordered to {replicas}"
-        time.sleep(0.2)
+    wait_until(
+        f"{topic}-{partition} reordered to {replicas}",
+        lambda: cluster.partition_state(topic, partition),
+        30,
+        until=lambda state: state[1] == replicas,
+    )
 
 
 def _elect_preferred(cluster: KafkaCluster, topic: str, partition: int, leader: int, via: int) -> None:
@@ -132,10 +132,16 @@ def _elect_preferred(cluster: KafkaCluster, topic: str, partition: int, leader: 
     _controller_call(
         cluster, lambda admin: admin.elect_leaders(0, {topic: [partition]}, timeout_ms=20_000), via
     )
-    deadline = time.monotonic() + 30
-    while cluster.partition_state(topic, partition)[0] != leader:
-        assert time.monotonic() < deadline, f"{topic}-{partition} not led by {leader}"
-        time.sleep(0.2)
+    _led_by(cluster, topic, partition, leader)
+
+
+def _led_by(cluster: KafkaCluster, topic: str, partition: int, leader: int) -> None:
+    wait_until(
+        f"{topic}-{partition} led by {leader}",
+        lambda: cluster.partition_state(topic, partition),
+        30,
+        until=lambda state: state[0] == leader,
+    )
 
 
 def test_delete_records_waits_for_a_frozen_follower_and_outlives_a_leader_change(
@@ -268,20 +274,27 @@ def _group_on(cluster: KafkaCluster, prefix: str, leader: int) -> str:
 def _spread_offsets_topic(cluster: KafkaCluster) -> dict[int, int]:
     """`__consumer_offsets` led by its preferred replicas, one partition per broker (an earlier test may
     have moved a node's leaderships away); a node just started again may need a moment to be in sync."""
-    deadline = time.monotonic() + 60
-    while True:
+
+    def spread() -> dict[int, int]:
         leaders = {p: cluster.partition_state("__consumer_offsets", p)[0] for p in range(3)}
-        if len(set(leaders.values())) == 3:
-            return leaders
-        assert time.monotonic() < deadline, f"__consumer_offsets stays led by {leaders}"
-        _controller_call(
-            cluster,
-            lambda admin: admin.elect_leaders(
-                0, {"__consumer_offsets": [0, 1, 2]}, timeout_ms=20_000, raise_errors=False
-            ),
-            via=1,
-        )
-        time.sleep(1)
+        if len(set(leaders.values())) < 3:  # elect the preferred leaders, and look again
+            _controller_call(
+                cluster,
+                lambda admin: admin.elect_leaders(
+                    0, {"__consumer_offsets": [0, 1, 2]}, timeout_ms=20_000, raise_errors=False
+                ),
+                via=1,
+            )
+        return leaders
+
+    leaders: dict[int, int] = wait_until(
+        "__consumer_offsets led by three brokers",
+        spread,
+        60,
+        until=lambda leaders: len(set(leaders.values())) == 3,
+        interval=1,
+    )
+    return leaders
 
 
 def _process_state(pid: int) -> str | None:
@@ -295,8 +308,8 @@ def _process_state(pid: int) -> str | None:
 
 def _analysis_job(operator_pid: int, timeout: float) -> int:
     """The pid of the operator's Local analysis job (`python -m ebb_operator.analysis`, its child)."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def child() -> int | None:
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit():
                 continue
@@ -309,8 +322,10 @@ def _analysis_job(operator_pid: int, timeout: float) -> int:
                 continue
             if ppid == operator_pid and b"ebb_operator.analysis" in argv:
                 return int(entry.name)
-        assert time.monotonic() < deadline, "the operator started no analysis job"
-        time.sleep(0.05)
+        return None
+
+    pid: int = wait_until("the operator's analysis job started", child, timeout, interval=0.05)
+    return pid
 
 
 @contextmanager
@@ -370,10 +385,13 @@ def test_a_retention_policy_reading_consumer_offsets_waits_for_a_frozen_follower
     job = _analysis_job(op.popen.pid, timeout=120)
     try:
         with _operator_paused(op.popen.pid):
-            deadline = time.monotonic() + 600
-            while _process_state(job) not in (None, "Z"):  # a zombie: the held operator cannot reap it
-                assert time.monotonic() < deadline, "the analysis job did not end"
-                time.sleep(0.1)
+            wait_until(  # a zombie: the paused operator cannot reap it
+                "the analysis job ended",
+                lambda: _process_state(job),
+                600,
+                until=lambda state: state in (None, "Z"),
+                interval=0.1,
+            )
             follower.freeze()
         frozen_at = time.monotonic()
         policy = _until(

@@ -21,7 +21,7 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from harness.bounded import close_within
+from harness.bounded import close_within, wait_until
 from harness.controlplane import ControlPlane
 from harness.operator_process import OperatorProcess
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, unique
@@ -52,14 +52,15 @@ def _wait(
     check: Callable[[dict[str, Any]], bool],
     timeout: float = 900,
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        obj: dict[str, Any] = cp.kubectl_json("get", "-n", ns, kind, *([name] if name else []))
-        if check(obj):
-            return obj
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{kind}/{name} did not reach the expected state:\n{yaml.safe_dump(obj)}")
-        time.sleep(0.5)
+    obj: dict[str, Any] = wait_until(
+        f"{kind}/{name} in the expected state",
+        lambda: cp.kubectl_json("get", "-n", ns, kind, *([name] if name else [])),
+        timeout,
+        until=check,
+        interval=0.5,
+        detail=lambda o: "\n" + yaml.safe_dump(o),
+    )
+    return obj
 
 
 def _finished_run(previous: str | None = None) -> Callable[[dict[str, Any]], bool]:
@@ -92,18 +93,19 @@ def _read_rest(bootstrap: str, group: str, topic: str) -> dict[int, list[int]]:
     )
     consumer.assign([CkTopicPartition(topic, p) for p in range(3)])
     got: dict[int, list[int]] = {0: [], 1: [], 2: []}
-    ends = 0
-    deadline = time.monotonic() + 60
-    try:
-        while ends < 3 and time.monotonic() < deadline:
-            msg = consumer.poll(1)
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                ends += 1
-                continue
+    ends = [0]
+
+    def read() -> int:
+        msg = consumer.poll(1)
+        if msg is not None and msg.error() is not None:
+            assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+            ends[0] += 1
+        elif msg is not None:
             got[msg.partition()].append(msg.offset())
+        return ends[0]
+
+    try:
+        wait_until("every partition read to its end", read, 60, until=lambda n: n >= 3, interval=0)
     finally:
         close_within(consumer)
     return got

@@ -22,6 +22,7 @@ import pytest
 import yaml
 from confluent_kafka import Producer
 
+from harness.bounded import wait_until
 from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
 from harness.operator_process import OperatorProcess
@@ -39,14 +40,14 @@ def _get(cp: ControlPlane, ns: str, name: str) -> dict[str, Any]:
 def _until(
     cp: ControlPlane, ns: str, name: str, check: Callable[[dict[str, Any]], bool], timeout: float = 600
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        obj = _get(cp, ns, name)
-        if check(obj):
-            return obj
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{name} did not get there:\n{yaml.safe_dump(obj.get('status'))}")
-        time.sleep(0.3)
+    return wait_until(
+        name,
+        lambda: _get(cp, ns, name),
+        timeout,
+        until=check,
+        interval=0.3,
+        detail=lambda obj: "\n" + yaml.safe_dump(obj.get("status")),
+    )
 
 
 def _status(obj: dict[str, Any]) -> dict[str, Any]:

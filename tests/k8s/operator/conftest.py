@@ -4,9 +4,9 @@ name their cluster in spec.cluster, a single-team install), and a Kafka target p
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,9 +15,10 @@ import pytest
 import yaml
 
 from ebb_operator import rbac
+from harness.bounded import wait_until
 from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
-from harness.ports import free_port
+from harness.ports import free_port, free_ports
 from tests.e2e.operator.targets import kafka_bootstrap, kafka_kind, operator_ebb_broker
 from tests.k8s.operator.operator_k8s import Objects, OperatorProcess
 
@@ -27,10 +28,14 @@ OPERATOR_ACCOUNT = "ebb-operator"
 # Cluster-scoped names of their own: the chart tests install the chart's `ebb-operator` ClusterRole into the
 # same session control plane, and two field managers of one object make server-side apply refuse.
 OPERATOR_CLUSTER_ROLE = "ebb-operator-tests"
-# Short periods so tests see resyncs and measurements quickly; inline clusters allowed (single team).
+# Short periods so tests see resyncs, measurements and takeovers quickly (a process started after a kill -9
+# waits a whole lease for the one the dead process held); inline clusters allowed (single team).
 OPERATOR_TEST_SETTINGS = {
     "EBB_RESYNC_SECONDS": "2",
     "EBB_RECLAIM_POLL_SECONDS": "1",
+    "EBB_LEADER_LEASE_SECONDS": "6",
+    "EBB_LEADER_RENEW_DEADLINE_SECONDS": "4",
+    "EBB_LEADER_RETRY_PERIOD_SECONDS": "1",
     "EBB_ALLOW_INLINE_CLUSTERS": "true",
     "EBB_OPERATOR_NAMESPACE": OPERATOR_NAMESPACE,
 }
@@ -48,7 +53,7 @@ def ebb_crds(control_plane: ControlPlane) -> None:
 def operator_kubeconfig(control_plane: ControlPlane, ebb_crds: None) -> Path:
     """A ServiceAccount token kubeconfig whose only permissions are the operator's ClusterRole, and, in its
     own namespace, what the admission webhook's own certificate needs (a local process registers its
-    webhook itself: EBB_WEBHOOK_MANAGED)."""
+    webhook itself: EBB_WEBHOOK_MANAGED) and its leader election Role."""
     role = rbac.cluster_role(OPERATOR_CLUSTER_ROLE)
     role["rules"] = [*rbac.RULES, *rbac.INLINE_CLUSTER_RULES, *rbac.WEBHOOK_MANAGED_RULES]
     subject = {"kind": "ServiceAccount", "name": OPERATOR_ACCOUNT, "namespace": OPERATOR_NAMESPACE}
@@ -89,60 +94,56 @@ def operator_kubeconfig(control_plane: ControlPlane, ebb_crds: None) -> Path:
             },
             "subjects": [subject],
         },
+        *rbac.leader_election_role(f"{OPERATOR_CLUSTER_ROLE}-leader", OPERATOR_NAMESPACE, OPERATOR_ACCOUNT),
     ]
     control_plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(manifests))
     return control_plane.service_account_kubeconfig(OPERATOR_NAMESPACE, OPERATOR_ACCOUNT)
 
 
 @pytest.fixture
-def start_operator(
+def start_operators(
     control_plane: ControlPlane, operator_kubeconfig: Path, k8s_namespace: str, tmp_path: Path
-) -> Iterator[Callable[[], OperatorProcess]]:
-    """Start `python -m ebb_operator` for the test's namespace; every process started is stopped after."""
+) -> Iterator[Callable[..., list[OperatorProcess]]]:
+    """Start `count` `python -m ebb_operator` processes at once for the test's namespace, live when returned
+    (`settings`: further EBB_* variables); every process started is stopped after."""
     started: list[OperatorProcess] = []
 
-    def start() -> OperatorProcess:
-        metrics_port, liveness_port = free_port(), free_port()
-        log = tmp_path / f"operator-{len(started)}.log"
+    def start(count: int = 1, **settings: str) -> list[OperatorProcess]:
         env = control_plane.env(operator_kubeconfig)
-        env.update(OPERATOR_TEST_SETTINGS)
+        env.update({**OPERATOR_TEST_SETTINGS, **settings})
         env.pop("EBB_DEFAULT_BOOTSTRAP_SERVERS", None)
-        with log.open("ab") as out:
-            proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "ebb_operator",
-                    "-n",
-                    k8s_namespace,
-                    "--host",
-                    "127.0.0.1",
-                    "--metrics-port",
-                    str(metrics_port),
-                    "--liveness-port",
-                    str(liveness_port),
-                    "--verbose",
-                ],
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=tmp_path,
+        launched = []
+        ports = free_ports(2 * count)
+        for port, liveness_port in zip(ports[::2], ports[1::2], strict=True):
+            log = tmp_path / f"operator-{len(started)}.log"
+            argv = [
+                sys.executable, "-m", "ebb_operator", "-n", k8s_namespace, "--host", "127.0.0.1",
+                "--metrics-port", str(port), "--liveness-port", str(liveness_port), "--verbose",
+            ]  # fmt: skip
+            with log.open("ab") as out:
+                proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path)
+            started.append(OperatorProcess(proc, log, port))
+            launched.append((started[-1], liveness_port))
+        for op, liveness_port in launched:
+
+            def live(op: OperatorProcess = op, liveness_port: int = liveness_port) -> bool:
+                if op.process.poll() is not None:
+                    raise RuntimeError(f"operator exited {op.process.returncode}:\n{op.log.read_text()}")
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{liveness_port}/healthz", timeout=1):
+                        return True
+                except OSError:
+                    return False
+
+            wait_until(
+                "the operator live (/healthz)", live, 60, detail=lambda _, op=op: "\n" + op.log.read_text()
             )
-        op = OperatorProcess(proc, log, metrics_port)
-        started.append(op)
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"operator exited {proc.returncode}:\n{log.read_text()}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{liveness_port}/healthz", timeout=1):
-                    return op
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"operator not live within 60s:\n{log.read_text()}") from None
-                time.sleep(0.2)
+        return [op for op, _ in launched]
 
     yield start
+    for op in started:  # all at once: each takes a few seconds to stop
+        if op.process.poll() is None:
+            op.process.send_signal(signal.SIGTERM)
     for op in started:
         op.stop()
     for op in started:
@@ -151,7 +152,13 @@ def start_operator(
 
 
 @pytest.fixture
-def ebb_operator(start_operator: Callable[[], OperatorProcess]) -> OperatorProcess:
+def start_operator(start_operators: Callable[..., list[OperatorProcess]]) -> Callable[..., OperatorProcess]:
+    """Start one operator process (start_operators)."""
+    return lambda **settings: start_operators(1, **settings)[0]
+
+
+@pytest.fixture
+def ebb_operator(start_operator: Callable[..., OperatorProcess]) -> OperatorProcess:
     return start_operator()
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from harness.bounded import wait_until
 from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
 
@@ -63,16 +63,14 @@ class Objects:
     def wait(
         self, plural: str, name: str, check: Callable[[dict[str, Any]], bool], timeout: float = 60
     ) -> dict:
-        deadline = time.monotonic() + timeout
-        while True:
-            obj = self.get(plural, name)
-            if check(obj):
-                return obj
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"{plural}/{name} did not reach the expected state:\n{yaml.safe_dump(obj)}"
-                )
-            time.sleep(0.3)
+        return wait_until(
+            f"{plural}/{name} in the expected state",
+            lambda: self.get(plural, name),
+            timeout,
+            until=check,
+            interval=0.3,
+            detail=lambda obj: "\n" + yaml.safe_dump(obj),
+        )
 
     def events(self, name: str) -> list[dict[str, Any]]:
         items = self.cp.kubectl_json("get", "events", "-n", self.namespace)["items"]

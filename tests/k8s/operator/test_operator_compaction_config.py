@@ -3,10 +3,9 @@ missing settings reported, all by the operator under its RBAC-limited ServiceAcc
 
 from __future__ import annotations
 
-import time
-
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
+from harness.bounded import wait_until
 from tests.e2e.operator.operator_kafka import create_topic, unique
 from tests.k8s.operator.operator_k8s import Objects, OperatorProcess, ready
 
@@ -23,13 +22,6 @@ def _set(bootstrap: str, topic: str, key: str, value: str) -> None:
     entry = ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
     resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
     admin.incremental_alter_configs([resource])[resource].result(30)
-
-
-def _until(check, timeout: float = 30) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.3)
 
 
 def _is_ready(obj: dict) -> bool:
@@ -58,11 +50,21 @@ def test_applied_drift_corrected_and_later_topics_reached(
     assert configs["min.compaction.lag.ms"] == "3600000" and configs["delete.retention.ms"] == "600000"
 
     _set(kafka_bootstrap, f"{prefix}-a", "min.compaction.lag.ms", "5")
-    _until(lambda: _configs(kafka_bootstrap, f"{prefix}-a")["min.compaction.lag.ms"] == "3600000")
+    wait_until(
+        "the drifted setting corrected",
+        lambda: _configs(kafka_bootstrap, f"{prefix}-a")["min.compaction.lag.ms"] == "3600000",
+        30,
+        interval=0.3,
+    )
     assert any(e["reason"] == "DriftCorrected" for e in objects.events("state"))
 
     create_topic(kafka_bootstrap, f"{prefix}-b", 1)
-    _until(lambda: _configs(kafka_bootstrap, f"{prefix}-b")["cleanup.policy"] == "compact")
+    wait_until(
+        "a later topic reached",
+        lambda: _configs(kafka_bootstrap, f"{prefix}-b")["cleanup.policy"] == "compact",
+        30,
+        interval=0.3,
+    )
     objects.wait("compactionconfigs", "state", lambda o: o["status"].get("matchedTopics") == 2)
     assert "ebb_operator_configs_applied_total" in ebb_operator.metrics()
 

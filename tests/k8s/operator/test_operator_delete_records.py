@@ -158,7 +158,7 @@ def test_dry_run_reports_and_deletes_nothing(
 
 
 def test_restart_mid_run_resumes_the_recorded_plan_without_a_second_deletion(
-    kafka_bootstrap: str, objects: Objects, start_operator: Callable[[], OperatorProcess]
+    kafka_bootstrap: str, objects: Objects, start_operator: Callable[..., OperatorProcess]
 ) -> None:
     """The operator records its plan (-1 resolved) in status before deleting. Recreate exactly the state a
     kill -9 right after that write leaves behind, let the log grow, then start the operator: it must finish
@@ -204,7 +204,8 @@ def test_restart_mid_run_resumes_the_recorded_plan_without_a_second_deletion(
     )
     produce(kafka_bootstrap, topic, {0: 15})  # high watermark now 35
 
-    operator = start_operator()
+    # One pod's container, restarted: its process takes the lease it held back at once (EBB_POD_NAME).
+    operator = start_operator(EBB_POD_NAME="operator-pod")
     obj = objects.wait("deleterecords", "resume", _phase("Succeeded"))
     assert obj["status"]["partitions"][0]["lowWatermark"] == 20
     assert obj["status"]["deletedRecords"] == 20
@@ -213,7 +214,7 @@ def test_restart_mid_run_resumes_the_recorded_plan_without_a_second_deletion(
     # Executed once: a killed and restarted operator never runs a finished request again.
     operator.kill()
     produce(kafka_bootstrap, topic, {0: 5})
-    start_operator()
+    start_operator(EBB_POD_NAME="operator-pod")
     objects.wait("deleterecords", "resume", lambda o: True)
     assert log_start(kafka_bootstrap, topic, 0) == 20
     assert sum(1 for e in objects.events("resume") if e["reason"] == "RecordsDeleted") == 1
@@ -268,14 +269,15 @@ def test_cluster_secret_is_read_and_a_missing_one_is_waited_for(
 
 
 def test_kill_9_during_a_run_and_restart_cuts_exactly_the_planned_offsets(
-    kafka_bootstrap: str, objects: Objects, start_operator: Callable[[], OperatorProcess]
+    kafka_bootstrap: str, objects: Objects, start_operator: Callable[..., OperatorProcess]
 ) -> None:
     """kill -9 as soon as the run is seen (Running, or already done), grow the log, restart: whatever the
     moment of the kill, every partition ends at the offset planned before the kill, never past it."""
     topic = unique("dr-kill")
     create_topic(kafka_bootstrap, topic, 20)
     produce(kafka_bootstrap, topic, dict.fromkeys(range(20), 30))
-    operator = start_operator()
+    # One pod's container, restarted: its process takes the lease it held back at once (EBB_POD_NAME).
+    operator = start_operator(EBB_POD_NAME="operator-pod")
     spec = {
         "cluster": _cluster(kafka_bootstrap),
         "guard": "None",
@@ -286,7 +288,7 @@ def test_kill_9_during_a_run_and_restart_cuts_exactly_the_planned_offsets(
     operator.kill()
     produce(kafka_bootstrap, topic, dict.fromkeys(range(20), 10))
 
-    start_operator()
+    start_operator(EBB_POD_NAME="operator-pod")
     obj = objects.wait("deleterecords", "killed", _phase("Succeeded"))
 
     assert {p["lowWatermark"] for p in obj["status"]["partitions"]} == {30}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from harness.bounded import wait_until
 from harness.ebb_broker import EbbBroker
 from tests.e2e.operator.operator_kafka import create_topic, produce, unique
 from tests.k8s.operator.operator_k8s import Objects, OperatorProcess, broker_metric
@@ -25,14 +26,16 @@ def _handshakes(broker: EbbBroker) -> float:
 
 def _settled(broker: EbbBroker, seconds: float = 2.0) -> float:
     """The connection count once it has not moved for `seconds` (clients of the test itself gone)."""
-    value, since = _connections(broker), time.monotonic()
-    deadline = since + 30
-    while time.monotonic() - since < seconds and time.monotonic() < deadline:
-        time.sleep(0.2)
+    seen = {"value": _connections(broker), "since": time.monotonic()}
+
+    def still() -> bool:
         now = _connections(broker)
-        if now != value:
-            value, since = now, time.monotonic()
-    return value
+        if now != seen["value"]:
+            seen.update(value=now, since=time.monotonic())
+        return time.monotonic() - seen["since"] >= seconds
+
+    wait_until("the broker's connection count to settle", still, 30, detail=lambda _: seen)
+    return seen["value"]
 
 
 def test_fifty_reconciles_open_no_new_connections(
@@ -63,15 +66,15 @@ def test_fifty_reconciles_open_no_new_connections(
         )
     )
     objects.cp.kubectl("apply", "-n", objects.namespace, "-f", str(manifest))
-    deadline = time.monotonic() + 300
     pending = set(names)
-    while pending and time.monotonic() < deadline:
+
+    def reconciled() -> bool:
         listing = objects.cp.kubectl_json("get", "-n", objects.namespace, "deleterecords")
-        pending -= {
+        pending.difference_update(
             o["metadata"]["name"] for o in listing["items"] if o.get("status", {}).get("phase") == "Succeeded"
-        }
-        if pending:
-            time.sleep(0.5)
-    assert not pending, f"not reconciled: {sorted(pending)}"
+        )
+        return not pending
+
+    wait_until("50 DeleteRecords reconciled", reconciled, 300, interval=0.5, detail=lambda _: sorted(pending))
     assert _handshakes(metered_broker) == handshakes, "the operator opened connections per reconcile"
     assert _settled(metered_broker) <= baseline

@@ -31,8 +31,15 @@ def test_chart_rbac_rules_are_the_operators_rules() -> None:
 def test_no_cluster_wide_secret_reads_unless_inline_clusters_are_allowed() -> None:
     """The operator reads Secrets only in its own namespace (issue 10, least privilege)."""
     reading = {"get", "list", "watch"}
-    reads = [r for r in rbac.RULES if "secrets" in r["resources"] and reading & set(r["verbs"])]
+    reads = [
+        r
+        for r in rbac.RULES + rbac.JOB_NAMESPACE_RULES
+        if "secrets" in r["resources"] and reading & set(r["verbs"])
+    ]
     assert reads == []
+    # Runs live in the jobs namespace: in tenant namespaces the operator makes no Secret, no SparkApplication.
+    touched = {res for r in rbac.NAMESPACED_RULES for res in r["resources"]}
+    assert not touched & {"secrets", "sparkapplications"}, touched
     assert all("kafkaclusters" not in r["resources"] for r in rbac.TENANT_EDIT_RULES + rbac.TENANT_VIEW_RULES)
 
 

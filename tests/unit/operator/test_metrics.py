@@ -1,7 +1,13 @@
-"""The per-group series of held partitions: one per group that holds some, gone when it holds none."""
+"""The operator's metrics that carry logic: per-group held partitions (one series per group that holds
+some, gone when it holds none), reconcile counts and durations, the build info."""
 
 from __future__ import annotations
 
+import asyncio
+import importlib.metadata
+import platform
+
+import pytest
 from prometheus_client import REGISTRY
 
 from ebb_operator import metrics
@@ -20,3 +26,28 @@ def test_a_group_that_holds_nothing_any_more_loses_its_series() -> None:
     assert (_value("billing"), _value("audit")) == (2.0, None)
     metrics.set_held_by_group("ns", "p", {})
     assert _value("billing") is None
+
+
+def test_a_reconcile_is_counted_and_timed_however_it_ends() -> None:
+    @metrics.reconciles("UnitKind")
+    async def fails() -> None:
+        raise RuntimeError("boom")
+
+    @metrics.reconciles("UnitKind")
+    async def works() -> int:
+        return 7
+
+    assert asyncio.run(works()) == 7
+    with pytest.raises(RuntimeError, match="boom"):
+        asyncio.run(fails())
+    labels = {"kind": "UnitKind"}
+    assert REGISTRY.get_sample_value("ebb_operator_reconciles_total", labels) == 2
+    assert REGISTRY.get_sample_value("ebb_operator_reconcile_duration_seconds_count", labels) == 2
+
+
+def test_build_info_names_the_version_the_commit_and_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EBB_COMMIT", "0123abcd")
+    metrics.record_build()
+    version = importlib.metadata.version("ebb")
+    labels = {"version": version, "commit": "0123abcd", "python": platform.python_version()}
+    assert REGISTRY.get_sample_value("ebb_operator_build_info", labels) == 1

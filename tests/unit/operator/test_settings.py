@@ -55,3 +55,29 @@ def test_the_webhook_is_off_unless_a_port_is_set_and_defaults_to_the_charts_serv
 def test_a_bad_webhook_port_names_the_variable(port: str) -> None:
     with pytest.raises(SettingsError, match=r"EBB_WEBHOOK_PORT='.*': expected a port number"):
         OperatorSettings.from_env({"EBB_WEBHOOK_PORT": port})
+
+
+def test_leader_election_is_on_by_default_with_client_gos_proportions() -> None:
+    s = OperatorSettings.from_env({})
+    assert s.leader_election and s.lease_name == "ebb-operator" and s.log_format == "plain"
+    assert s.lease_seconds > s.renew_deadline_seconds > 1.2 * s.retry_period_seconds
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"EBB_LEADER_LEASE_SECONDS": "8"},
+            "EBB_LEADER_LEASE_SECONDS .8. must be greater than EBB_LEADER_RENEW",
+        ),
+        (
+            {"EBB_LEADER_RETRY_PERIOD_SECONDS": "7"},
+            "EBB_LEADER_RENEW_DEADLINE_SECONDS .8. must be greater than 1.2",
+        ),
+        ({"EBB_LEADER_ELECTION": "maybe"}, "EBB_LEADER_ELECTION='maybe': expected true or false"),
+        ({"EBB_LOG_FORMAT": "xml"}, "EBB_LOG_FORMAT='xml': expected one of plain, json"),
+    ],
+)
+def test_leader_and_log_settings_that_cannot_work_are_refused(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        OperatorSettings.from_env(env)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ebb_broker.protocol.apis import (  # noqa: F401  (imported for their registrations)
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     alter_user_scram_credentials,
     api_versions,

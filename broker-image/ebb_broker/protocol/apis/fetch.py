@@ -27,6 +27,11 @@ Behaviour:
   .txnindex), so the client drops their records; read_uncommitted reads up to the high watermark.
   Every partition reports its last stable offset.
 - Needs READ on each TOPIC (else its partitions TOPIC_AUTHORIZATION_FAILED, no records).
+- Client quotas (KIP-13, KIP-219), as Kafka's KafkaApis: `max_bytes` is capped by what the client's
+  `consumer_byte_rate` allows in one quota window; the record bytes read count against it, and over it
+  the answer has no partitions, carries `throttle_time_ms`, and the connection is muted for that long
+  (the bytes not sent are taken back from the rate). Kafka counts the whole response's size; Ebb counts
+  the record bytes.
 
 Version notes:
 - v3 (KIP-74): request-level max_bytes (v4 is the lowest served).
@@ -54,6 +59,7 @@ from ebb_broker.protocol.purgatory import TopicPartition
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import has_partition
 from ebb_broker.protocol.zero_copy import FileRecords, ZeroCopyResponse
+from ebb_broker.quota.manager import INT32_MAX, user_of
 
 API_KEY = 1
 READ_COMMITTED = 1
@@ -175,8 +181,12 @@ def _response(ctx: RequestContext, reads: dict[TopicPartition, _Read]) -> Any:
 
 
 async def handle(ctx: RequestContext, request: FetchRequest) -> Any:
-    # Kafka's KafkaApis: the response is capped by the broker's fetch.max.bytes, min_bytes by that cap.
-    max_bytes = min(request.max_bytes, ctx.broker.config.fetch_max_bytes)
+    quota = ctx.broker.quotas.fetch
+    user, client_id = user_of(ctx.session.principal), ctx.client_id or ""
+    # Kafka's KafkaApis: the response is capped by the broker's fetch.max.bytes and by what the client's
+    # consumer_byte_rate allows in one quota window; min_bytes by that cap.
+    in_window = quota.max_value_in_window(user, client_id)
+    max_bytes = min(request.max_bytes, ctx.broker.config.fetch_max_bytes, int(min(in_window, INT32_MAX)))
     min_bytes = min(request.min_bytes, max_bytes)
     read_committed = request.isolation_level == READ_COMMITTED
     wanted = fetch_data(request)
@@ -186,7 +196,16 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> Any:
         reads = _read_all(ctx, wanted, max_bytes, read_committed)
         errors = any(r.error for r in reads.values())
         remaining = deadline - time.monotonic()
-        if not wanted or sum(r.size for r in reads.values()) >= min_bytes or errors or remaining <= 0:
+        size = sum(r.size for r in reads.values())
+        if not wanted or size >= min_bytes or errors or remaining <= 0:
+            ctx.throttle_ms = quota.record(user, client_id, size)
+            if ctx.throttle_ms:
+                # KIP-219 as Kafka's KafkaApis: a throttled fetch answers no records (so they are taken
+                # back from the rate) and the connection is muted for the throttle time.
+                quota.unrecord(user, client_id, size)
+                return ctx.response(
+                    throttle_time_ms=ctx.throttle_ms, error_code=0, session_id=0, responses=[]
+                )
             return _response(ctx, reads)
         with ctx.activity.waiting():
             await ctx.broker.fetches.wait(wanted.keys(), remaining)

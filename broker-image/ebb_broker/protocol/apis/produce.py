@@ -26,6 +26,9 @@ Behaviour:
   (AddPartitionsToTxn) with its current epoch, as Kafka's transaction verification checks (KIP-890):
   INVALID_TXN_STATE, PRODUCER_FENCED or INVALID_PRODUCER_ID_MAPPING per partition otherwise. The
   batches then open (or continue) the producer's transaction in the log.
+- Client quotas (KIP-13, KIP-219): the request's size counts against the client's
+  `producer_byte_rate` (quota/manager.py); over it, the answer carries `throttle_time_ms` and the
+  connection is muted for that long (an acks=0 producer gets no answer but is muted all the same).
 - Authorization (Kafka's KafkaApis): a request holding transactional batches needs a transactional id
   and WRITE on it (else every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each TOPIC
   (else its partitions TOPIC_AUTHORIZATION_FAILED, nothing appended); no IDEMPOTENT_WRITE check
@@ -69,6 +72,7 @@ from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import INTERNAL_TOPICS, has_partition
 from ebb_broker.protocol.transactions import fenced_as, transaction_coordinator
+from ebb_broker.quota.manager import user_of
 from ebb_formats.record_batch import HEADER_SIZE, TRANSACTIONAL_MASK, read_header
 
 API_KEY = 0
@@ -168,9 +172,13 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Any:
             )
         responses.append(T(name=t.name, partition_responses=parts))
     broker.fetches.complete(appended)
+    # KIP-13: the request's bytes count against the client's producer_byte_rate, whatever was appended.
+    ctx.throttle_ms = broker.quotas.produce.record(
+        user_of(ctx.session.principal), ctx.client_id or "", ctx.request_size
+    )
     if request.acks == 0:
-        return None
-    return ctx.response(responses=responses, throttle_time_ms=0)
+        return None  # still muted for the throttle time, as Kafka mutes an acks=0 producer
+    return ctx.response(responses=responses, throttle_time_ms=ctx.throttle_ms)
 
 
 async def _validate_off_loop(

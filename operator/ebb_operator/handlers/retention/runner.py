@@ -27,7 +27,12 @@ from pydantic import ValidationError
 from ebb_operator import kube, metrics
 from ebb_operator.handlers import cluster
 from ebb_operator.handlers.errors import DeleteFailed
-from ebb_operator.handlers.retention.engines import AnalysisEngine, LocalEngine, SparkApplicationEngine
+from ebb_operator.handlers.retention.engines import (
+    AnalysisEngine,
+    LocalEngine,
+    SparkApplicationEngine,
+    run_name,
+)
 from ebb_operator.handlers.retention.forced import ForcedRetention, apply_forced_retention
 from ebb_operator.handlers.retention.history import DELETE_RECORDS, outstanding_delete, prune
 from ebb_operator.handlers.runtime import Runtime
@@ -40,7 +45,9 @@ from ebb_operator.models.delete_records import (
     Guard,
     Phase,
 )
+from ebb_operator.models.messages import EVENT_MESSAGE, PROGRESS_MESSAGE, bounded
 from ebb_operator.models.plan import PlanSummary
+from ebb_operator.models.reasons import Reason
 from ebb_operator.models.retention_policy import (
     CRD,
     Engine,
@@ -48,6 +55,7 @@ from ebb_operator.models.retention_policy import (
     RetentionPolicySpec,
     RetentionPolicyStatus,
     RunOutcome,
+    RunProgress,
 )
 from ebb_operator.models.run import PolicyRef, RunPlan, RunRequest
 
@@ -88,6 +96,18 @@ def due_in(
         wait = min(interval, backoff * 2 ** (status.failures - 1))
         return max(0.0, _seconds(last.completed_at) + wait - now)
     return max(0.0, _seconds(last.started_at) + interval - now)
+
+
+def describe(progress: RunProgress) -> str:
+    """A run's progress in a line, for the policy's Ready message: `RUNNING, 2 executors, the plan: 37/40
+    tasks`."""
+    parts = [progress.state or "NEW"]
+    if progress.executors:
+        parts.append(f"{progress.executors} executor{'s' if progress.executors != 1 else ''}")
+    if progress.stage:
+        tasks = f": {progress.tasks_done}/{progress.tasks_total} tasks" if progress.tasks_total else ""
+        parts.append(f"{progress.stage}{tasks}")
+    return ", ".join(parts)
 
 
 def delete_records_object(
@@ -151,10 +171,12 @@ class PolicyRunner:
                 ready = next((c for c in self.status.conditions if c.type == "Ready"), None)
                 if (
                     ready is None
-                    or ready.reason != "Suspended"
+                    or ready.reason != Reason.SUSPENDED
                     or self.status.observed_generation != self.out.generation
                 ):
-                    await self.out.write(ConditionStatus.TRUE, "Suspended", "spec.suspend is true: no runs")
+                    await self.out.write(
+                        ConditionStatus.TRUE, Reason.SUSPENDED, "spec.suspend is true: no runs"
+                    )
                 await stopped.wait(poll)
                 continue
             # A changed spec (dryRun flipped, topics edited) runs now rather than at the next interval.
@@ -179,29 +201,51 @@ class PolicyRunner:
                 continue
             ran_generation = self.out.generation
             await self.run(spec)
+            spark = spec.analysis.engine is Engine.SPARK_APPLICATION
+            jobs = self.rt.settings.job_namespace if spark else None
             with contextlib.suppress(kube.KubeApiError):
-                await asyncio.to_thread(prune, self.namespace, self.name, spec.history_limit)
+                await asyncio.to_thread(prune, self.namespace, self.name, self.uid, spec.history_limit, jobs)
 
-    def _engine(self, spec: RetentionPolicySpec) -> AnalysisEngine:
+    @property
+    def uid(self) -> str:
+        return str(self.body.metadata.uid)
+
+    async def _engine(self, spec: RetentionPolicySpec, last: LastRun) -> AnalysisEngine:
         if spec.analysis.engine is Engine.LOCAL:
             return LocalEngine(f"{self.namespace}/{self.name}")
+        # Where the run lives, recorded before anything is created there: the tenant follows it by name,
+        # and an operator that restarts resumes it there.
+        last.spark_application = run_name(self._policy_ref, last.id)
+        last.spark_application_namespace = last.spark_application_namespace or self.rt.settings.job_namespace
+        where = f"SparkApplication {last.spark_application_namespace}/{last.spark_application}"
+        await self.out.write(ConditionStatus.UNKNOWN, Reason.RUNNING, where)
 
-        async def record(app: str) -> None:
-            if self.status.last_run is not None and self.status.last_run.spark_application != app:
-                self.status.last_run.spark_application = app
-                await self.out.write(ConditionStatus.UNKNOWN, "Running", f"SparkApplication {app}")
+        async def progress(now: RunProgress) -> None:
+            last.progress = now
+            await self.out.write(ConditionStatus.UNKNOWN, Reason.RUNNING, f"{where}: {describe(now)}")
 
-        return SparkApplicationEngine(self.body, self.owner, self.labels, self.rt.settings, record)
+        return SparkApplicationEngine(self.body, self.rt.settings, last.spark_application_namespace, progress)
 
+    @property
+    def _policy_ref(self) -> PolicyRef:
+        return PolicyRef(namespace=self.namespace, name=self.name, uid=self.uid)
+
+    @metrics.reconciles(KIND)
     async def run(self, spec: RetentionPolicySpec) -> None:
-        """One run, start to finish; every outcome ends in lastRun, lastCompletedRun and Ready."""
+        """One run, start to finish; every outcome ends in lastRun, lastCompletedRun and Ready.
+
+        A run cut off (an operator restart, a new leader) goes on from what it left: its DeleteRecords if it
+        created one (the plan handed on), else its SparkApplication; a Local analysis starts again."""
         last = self.status.last_run
-        if (
-            last is not None
-            and last.outcome is RunOutcome.RUNNING
-            and last.engine is Engine.SPARK_APPLICATION
+        cut_off = last if last is not None and last.outcome is RunOutcome.RUNNING else None
+        handed_on = await asyncio.to_thread(self._delete_records_of, cut_off.id) if cut_off else None
+        if cut_off is not None and (
+            handed_on
+            # (an operator before jobs namespaces ran a SparkApplication in the policy's namespace)
+            or (cut_off.engine is Engine.SPARK_APPLICATION and cut_off.spark_application_namespace)
         ):
-            run_id = last.id  # the operator restarted mid-run: follow the same SparkApplication
+            last, run_id = cut_off, cut_off.id
+            last.delete_records = handed_on
         else:
             run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
             last = LastRun(
@@ -209,9 +253,8 @@ class PolicyRunner:
             )
             self.status.last_run = last
             await self.out.write(
-                ConditionStatus.UNKNOWN, "Running", f"run {run_id} ({spec.analysis.engine.value})"
+                ConditionStatus.UNKNOWN, Reason.RUNNING, f"run {run_id} ({spec.analysis.engine.value})"
             )
-        metrics.RECONCILES.labels(KIND).inc()
         self._plan = None
         try:
             reason, message = await self._run(spec, last)
@@ -222,13 +265,13 @@ class PolicyRunner:
             last.outcome = RunOutcome.FAILED
             last.completed_at = now_rfc3339()
             cause = str(exc) or type(exc).__name__
-            last.message = f"run {run_id} failed: {cause}"[:1024]
+            last.message = bounded(f"run {run_id} failed: {cause}", EVENT_MESSAGE)
             self.status.last_completed_run = last
             reason = await self.out.failed(exc, message=last.message)
             metrics.POLICY_RUNS.labels(self.namespace, self.name, RunOutcome.FAILED.value).inc()
             log.warning("%s/%s run %s failed (%s): %s", self.namespace, self.name, run_id, reason, cause)
             return
-        last.message = message[:1024]
+        last.message = bounded(message, EVENT_MESSAGE)
         last.completed_at = now_rfc3339()
         self._record_plan()
         self.status.last_completed_run = last
@@ -242,16 +285,31 @@ class PolicyRunner:
     def _matched(self, matched: bool) -> None:
         """The TopicsMatched condition: an empty match is a normal run, said so in its own condition."""
         status, reason, message = (
-            (ConditionStatus.TRUE, "Matched", "spec.topics matches topics of the cluster")
+            (ConditionStatus.TRUE, Reason.MATCHED, "spec.topics matches topics of the cluster")
             if matched
-            else (ConditionStatus.FALSE, "NothingMatched", "no topic of the cluster matches spec.topics")
+            else (
+                ConditionStatus.FALSE,
+                Reason.NOTHING_MATCHED,
+                "no topic of the cluster matches spec.topics",
+            )
         )
         self.status.conditions = set_condition(
             self.status.conditions, "TopicsMatched", status, reason, message, self.out.generation
         )
 
-    async def _run(self, spec: RetentionPolicySpec, last: LastRun) -> tuple[str, str]:
+    def _delete_records_of(self, run_id: str) -> str | None:
+        """The DeleteRecords a run created (its name follows the run's id), if it exists. Blocking."""
+        name = f"{self.name}-{run_id}"[:253]
+        try:
+            kube.get_object(kube.ObjectRef(DELETE_RECORDS, self.namespace, name))
+        except kube.NotFoundError:
+            return None
+        return name
+
+    async def _run(self, spec: RetentionPolicySpec, last: LastRun) -> tuple[Reason, str]:
         """(reason, message) of a run that ended; raises for one that failed."""
+        if last.delete_records:  # resumed after the plan was handed on: its DeleteRecords ends the run
+            return await self._deleted(last.delete_records, last, "resumed after an operator restart")
         rt = self.rt
         target = await cluster.resolve(rt, self.namespace, spec.cluster_ref, spec.cluster)
         metadata = await rt.admins.call(target.connection, lambda a: a.metadata())
@@ -264,7 +322,7 @@ class PolicyRunner:
                 policy=f"{self.namespace}/{self.name}", run_id=last.id, now_ms=0, summary=PlanSummary()
             )
             last.outcome = RunOutcome.NOTHING_TO_DELETE
-            return "NothingToDelete", "no topic matches spec.topics"
+            return Reason.NOTHING_TO_DELETE, "no topic matches spec.topics"
         forced: ForcedRetention | None = None
         if spec.forced_retention is not None:
             forced = await rt.admins.call(
@@ -275,21 +333,24 @@ class PolicyRunner:
             )
             if forced.changes:
                 reason = "ForcedRetentionDryRun" if spec.dry_run else "ForcedRetentionApplied"
-                kopf.info(self.body, reason=reason, message=forced.describe(spec.dry_run)[:1024])
+                kopf.info(
+                    self.body, reason=reason, message=bounded(forced.describe(spec.dry_run), EVENT_MESSAGE)
+                )
                 if not spec.dry_run:
                     metrics.CONFIGS_APPLIED.labels(KIND).inc(len(forced.changes))
         access = target.access
         memory = await asyncio.to_thread(self._load_empty_groups)
+        connection = await cluster.analysis_connection(rt, target)
         request = RunRequest(
-            policy=PolicyRef(namespace=self.namespace, name=self.name, uid=str(self.body.metadata.uid)),
+            policy=self._policy_ref,
             spec=spec,
             run_id=last.id,
-            bootstrap_servers=target.connection.bootstrap_servers,
-            client_properties=target.connection.properties,
+            bootstrap_servers=connection.bootstrap_servers,
+            client_properties=connection.properties,
             discountable_groups=None if access.unrestricted or access.groups is None else list(access.groups),
             empty_since=memory,
         )
-        plan = await self._engine(spec).run(request)
+        plan = await (await self._engine(spec, last)).run(request)
         await asyncio.to_thread(self._save_empty_groups, plan.empty_since)
         self._plan = plan  # recorded with the run's outcome: status shows one run's plan and outcome
         summary = plan.summary
@@ -301,33 +362,34 @@ class PolicyRunner:
                 f"dry run: would delete {summary.deletable_records} records "
                 f"({summary.reclaimable_bytes} bytes) in {len(plan.deletes)} partitions; {held}{forced_note}"
             )
-            kopf.info(self.body, reason="DryRun", message=message[:1024])
-            return "DryRun", message
+            kopf.info(self.body, reason="DryRun", message=bounded(message, EVENT_MESSAGE))
+            return Reason.DRY_RUN, message
         if not plan.deletes:
             last.outcome = RunOutcome.HELD if summary.held_partitions else RunOutcome.NOTHING_TO_DELETE
-            reason = "Held" if summary.held_partitions else "NothingToDelete"
+            reason = Reason.HELD if summary.held_partitions else Reason.NOTHING_TO_DELETE
             return reason, f"nothing to delete; {held}{forced_note}"
         return await self._delete(spec, plan, last, held + forced_note)
 
     async def _delete(
         self, spec: RetentionPolicySpec, plan: RunPlan, last: LastRun, note: str
-    ) -> tuple[str, str]:
+    ) -> tuple[Reason, str]:
         labels = {**self.labels, kube.RUN_LABEL: plan.run_id[:63]}
         body = delete_records_object(self.body, spec, plan, self.owner, labels)
         name = body["metadata"]["name"]
         last.delete_records = name
         with contextlib.suppress(kube.AlreadyExistsError):  # created before an operator restart
             await asyncio.to_thread(kube.create_object, DELETE_RECORDS, self.namespace, body)
-        await self.out.write(ConditionStatus.UNKNOWN, "Deleting", f"waiting for DeleteRecords {name}")
+        return await self._deleted(name, last, f"plan: {plan.summary.reclaimable_bytes} bytes; {note}")
+
+    async def _deleted(self, name: str, last: LastRun, note: str) -> tuple[Reason, str]:
+        """Follow the run's DeleteRecords to its end: the run's outcome."""
+        await self.out.write(ConditionStatus.UNKNOWN, Reason.DELETING, f"waiting for DeleteRecords {name}")
         done = await self._follow(name)
         if done.phase is Phase.SUCCEEDED:
             last.outcome = RunOutcome.SUCCEEDED
-            message = (
-                f"deleted {done.deleted_records or 0} records (plan: {plan.summary.reclaimable_bytes} bytes) "
-                f"via DeleteRecords {name}; {note}"
-            )
-            kopf.info(self.body, reason="RecordsDeleted", message=message[:1024])
-            return "Succeeded", message
+            message = f"deleted {done.deleted_records or 0} records via DeleteRecords {name} ({note})"
+            kopf.info(self.body, reason="RecordsDeleted", message=bounded(message, EVENT_MESSAGE))
+            return Reason.SUCCEEDED, message
         ready = next((c for c in done.conditions if c.type == "Ready"), None)
         raise DeleteFailed(f"DeleteRecords {name}: {ready.message if ready else done.phase}")
 
@@ -346,7 +408,9 @@ class PolicyRunner:
             if ready is not None and ready.message and ready.message != shown:
                 shown = ready.message
                 message = f"waiting for DeleteRecords {name} ({status.phase}): {ready.message}"
-                await self.out.write(ConditionStatus.UNKNOWN, "Deleting", message[:2048])
+                await self.out.write(
+                    ConditionStatus.UNKNOWN, Reason.DELETING, bounded(message, PROGRESS_MESSAGE)
+                )
             await asyncio.sleep(self.rt.settings.poll_seconds)
 
     @property

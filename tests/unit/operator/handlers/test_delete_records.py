@@ -1,13 +1,18 @@
-"""The DeleteRecords handler's plan: -1 resolved, out-of-range and guarded partitions refused."""
+"""The DeleteRecords handler's plan (-1 resolved, out-of-range and guarded partitions refused) and how a
+run's partitions make its outcome."""
 
 from __future__ import annotations
 
-from ebb_operator.handlers.delete_records import plan_partitions
+import pytest
+
+from ebb_operator.handlers.delete_records import _finish, plan_partitions, refuse
 from ebb_operator.kafka import (
     KafkaFailure,
     TopicPartition,
 )
-from ebb_operator.models.delete_records import DeleteRecordsSpec
+from ebb_operator.models.common import ConditionStatus
+from ebb_operator.models.delete_records import DeleteRecordsSpec, DeleteRecordsStatus, PartitionResult
+from ebb_operator.models.reasons import Reason
 
 T0, T1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
 
@@ -36,4 +41,58 @@ def test_plan_resolves_high_watermark_and_refuses_what_it_must() -> None:
     assert by_tp["orders", 0].log_start_before == 3
     assert "OFFSET_OUT_OF_RANGE" in (by_tp["orders", 1].error or "")
     assert by_tp["orders", 2].error == "GuardRefused: not consumed past 5 by billing (committed 2)"
+    assert by_tp["orders", 2].refused and not by_tp["orders", 1].refused
     assert "UNKNOWN_TOPIC_OR_PART" in (by_tp["gone", 0].error or "")
+
+
+def _partition(
+    p: int, *, cut: int | None = None, error: str | None = None, refused: bool = False
+) -> PartitionResult:
+    result = PartitionResult(topic="orders", partition=p, requested_offset=10, log_start_before=0)
+    if cut is not None:
+        result.low_watermark = cut
+    if refused:
+        refuse(result, ["billing (committed 2)"])
+    elif error is not None:
+        result.error = error
+    return result
+
+
+@pytest.mark.parametrize(
+    ("partitions", "ready", "reason"),
+    [
+        ([_partition(0, cut=10), _partition(1, cut=10)], ConditionStatus.TRUE, Reason.SUCCEEDED),
+        (
+            [_partition(0, cut=10), _partition(1, refused=True)],
+            ConditionStatus.FALSE,
+            Reason.PARTIALLY_FAILED,
+        ),
+        (
+            [_partition(0, refused=True), _partition(1, refused=True)],
+            ConditionStatus.FALSE,
+            Reason.GUARD_REFUSED,
+        ),
+        (
+            [_partition(0, refused=True), _partition(1, error="NOT_LEADER_OR_FOLLOWER: x")],
+            ConditionStatus.FALSE,
+            Reason.KAFKA_ERROR,
+        ),
+        # A Kafka error that reads like a refusal is still a Kafka error: the reason comes from the type.
+        ([_partition(0, error="GuardRefused: looks like one")], ConditionStatus.FALSE, Reason.KAFKA_ERROR),
+    ],
+    ids=["all-cut", "some-cut", "all-refused", "refused-and-failed", "text-is-not-a-type"],
+)
+def test_the_outcome_follows_what_became_of_each_partition(
+    partitions: list[PartitionResult], ready: ConditionStatus, reason: Reason
+) -> None:
+    outcome = _finish(DeleteRecordsStatus(partitions=partitions))
+    assert (outcome.ready, outcome.reason) == (ready, reason)
+
+
+def test_a_refusal_survives_a_restart_of_the_operator() -> None:
+    """Status written before a restart and read back after it: the refusal is a field, not a text."""
+    written = DeleteRecordsStatus(partitions=[_partition(0, refused=True), _partition(1)]).to_k8s()
+    assert written["partitions"][0]["refused"] is True
+    reread = DeleteRecordsStatus.model_validate(written)  # partition 1 was still pending: refused now
+    refuse(reread.partitions[1], ["audit (no committed offset)"])
+    assert _finish(reread).reason is Reason.GUARD_REFUSED

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from ebb_operator.kafka import AdminPool, ClusterConnection
 
@@ -27,11 +26,25 @@ def test_one_client_per_cluster_reused_across_calls() -> None:
     assert pool.created == 2 and len({id(x) for x in seen}) == 2
 
 
+class Clock:
+    """The pool's clock, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_clients_unused_for_the_idle_time_are_closed() -> None:
-    pool = AdminPool(idle_seconds=0.05, factory=FakeAdmin)  # type: ignore[arg-type]
+    clock = Clock()
+    pool = AdminPool(idle_seconds=60, factory=FakeAdmin, clock=clock)  # type: ignore[arg-type]
     a, b = ClusterConnection.of("a:1"), ClusterConnection.of("b:1")
     first = pool.run(a, lambda admin: admin)
-    time.sleep(0.1)
+    clock.now += 59
+    pool.run(b, lambda admin: admin)
+    assert not first.closed and pool.open_clients() == 2  # not idle long enough yet
+    clock.now += 2
     pool.run(b, lambda admin: admin)  # a later call closes what idled
     assert first.closed and pool.open_clients() == 1
     assert pool.run(a, lambda admin: admin) is not first and pool.created == 3
@@ -40,16 +53,22 @@ def test_clients_unused_for_the_idle_time_are_closed() -> None:
 def test_calls_on_one_cluster_are_serialised() -> None:
     pool = AdminPool(factory=FakeAdmin)  # type: ignore[arg-type]
     conn, inside, overlap = ClusterConnection.of("a:1"), [0], []
+    first_inside, go = threading.Event(), threading.Event()
 
     def call(_: object) -> None:
         inside[0] += 1
         overlap.append(inside[0])
-        time.sleep(0.01)
+        first_inside.set()
+        go.wait(30)  # the first call stays inside while the others start
         inside[0] -= 1
 
-    threads = [threading.Thread(target=pool.run, args=(conn, call)) for _ in range(8)]
-    for t in threads:
+    first = threading.Thread(target=pool.run, args=(conn, call))
+    first.start()
+    assert first_inside.wait(30)
+    others = [threading.Thread(target=pool.run, args=(conn, call)) for _ in range(7)]
+    for t in others:
         t.start()
-    for t in threads:
-        t.join(10)
+    go.set()
+    for t in [first, *others]:
+        t.join(30)
     assert max(overlap) == 1 and len(overlap) == 8

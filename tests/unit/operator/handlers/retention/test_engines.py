@@ -1,65 +1,163 @@
-"""The SparkApplication a run creates: the analysis job's main file, the request mounted from a Secret,
-image and service account from the operator's settings unless the policy overrides them."""
+"""The SparkApplication a run creates: in the operator's jobs namespace, never the policy's; labelled with
+its policy (owner references cannot cross namespaces); the operator's image always; pods that Pod
+Security `restricted` admits; and the progress the tenant reads in its policy's status."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 from ebb_operator.handlers.errors import InvalidSpec
-from ebb_operator.handlers.retention.engines import REQUEST_DIR, spark_application
-from ebb_operator.models.retention_policy import RetentionPolicySpec
+from ebb_operator.handlers.retention.engines import (
+    REQUEST_DIR,
+    progress_of,
+    run_labels,
+    run_name,
+    run_selector,
+    spark_application,
+)
+from ebb_operator.handlers.retention.runner import describe
+from ebb_operator.models.retention_policy import RetentionPolicySpec, RunProgress
+from ebb_operator.models.run import PROGRESS_KEY, PolicyRef
 from ebb_operator.settings import OperatorSettings
 
-OWNER = {"apiVersion": "ebb.dev/v1alpha1", "kind": "RetentionPolicy", "name": "p", "uid": "u"}
 SETTINGS = OperatorSettings(image="ebb-operator:2", spark_service_account="ebb-spark-driver")
+POLICY = PolicyRef(namespace="team-a", name="orders", uid="0b9c-uid")
 
 
-def _spec(**extra: Any) -> RetentionPolicySpec:
+def _spec(**app: Any) -> RetentionPolicySpec:
     return RetentionPolicySpec.model_validate(
-        {"topics": {"include": ["t"]}, "consumedRetention": "1h", **extra}
-    )
-
-
-def test_spark_application_runs_the_job_on_the_mounted_request() -> None:
-    spec = _spec(
-        analysis={
-            "engine": "SparkApplication",
-            "sparkApplication": {"executor": {"cores": 2, "instances": 3}},
+        {
+            "topics": {"include": ["t"]},
+            "consumedRetention": "1h",
+            "analysis": {"engine": "SparkApplication", "sparkApplication": app},
         }
     )
-    app = spark_application("p-r1", "ns", OWNER, {"ebb.dev/retention-policy": "p"}, spec, SETTINGS)
-    assert (app["apiVersion"], app["metadata"]["name"], app["metadata"]["ownerReferences"]) == (
-        "sparkoperator.k8s.io/v1beta2",
-        "p-r1",
-        [OWNER],
-    )
+
+
+def _app(spec: RetentionPolicySpec, settings: OperatorSettings = SETTINGS) -> dict[str, Any]:
+    name = run_name(POLICY, "r1")
+    return spark_application(name, "ebb-jobs", run_labels(POLICY, "r1"), spec, settings)
+
+
+def test_a_run_lives_in_the_jobs_namespace_labelled_with_its_policy() -> None:
+    app = _app(_spec())
+    name = run_name(POLICY, "r1")
+    meta = app["metadata"]
+    assert (meta["name"], meta["namespace"]) == (name, "ebb-jobs")
+    assert "ownerReferences" not in meta, "an owner in another namespace would be garbage-collected at once"
+    assert meta["labels"] == {
+        "ebb.dev/policy-namespace": "team-a",
+        "ebb.dev/retention-policy": "orders",
+        "ebb.dev/policy-uid": "0b9c-uid",
+        "ebb.dev/run-id": "r1",
+    }
+    assert run_selector("0b9c-uid", "r1") == "ebb.dev/policy-uid=0b9c-uid,ebb.dev/run-id=r1"
     s = app["spec"]
     assert (s["type"], s["image"], s["restartPolicy"]) == ("Python", "ebb-operator:2", {"type": "Never"})
     assert s["mainApplicationFile"].startswith("local:///")
     assert s["mainApplicationFile"].endswith("ebb_operator/analysis/__main__.py")
-    assert s["arguments"] == ["--request", f"{REQUEST_DIR}/request.json", "--report-configmap", "p-r1"]
-    mount = [{"name": "p-r1", "path": REQUEST_DIR, "secretType": "Generic"}]
-    assert s["driver"] == {"cores": 1, "memory": "1g", "secrets": mount, "serviceAccount": "ebb-spark-driver"}
-    assert s["executor"] == {
-        "cores": 2, "memory": "1g", "secrets": mount, "instances": 3, "serviceAccount": "ebb-spark-driver"
-    }  # fmt: skip
+    # The driver writes progress and plan into the run's ConfigMap, in the run's namespace.
+    assert s["arguments"] == [
+        "--request", f"{REQUEST_DIR}/request.json",
+        "--report-configmap", name, "--report-namespace", "ebb-jobs",
+    ]  # fmt: skip
+    for pod in (s["driver"], s["executor"]):
+        assert pod["secrets"] == [{"name": name, "path": REQUEST_DIR, "secretType": "Generic"}]
+        assert pod["serviceAccount"] == "ebb-spark-driver"
+    assert "imagePullSecrets" not in s
 
 
-def test_the_policy_overrides_image_and_account_only_where_set() -> None:
-    spec = _spec(
-        analysis={
-            "engine": "SparkApplication",
-            "sparkApplication": {"image": "registry/own:1", "serviceAccount": "mine"},
+def test_run_names_are_unique_per_policy_and_valid_service_names() -> None:
+    """The jobs namespace is shared: two tenants' policies of one name never collide, and every name is a
+    DNS-1035 label (Spark names the driver's Service after it)."""
+    names = {
+        run_name(PolicyRef(namespace=ns, name=n, uid=uid), "20260101-120000")
+        for ns, n, uid in [("team-a", "orders", "u1"), ("team-b", "orders", "u2"), ("team-a", "orders", "u3")]
+    }
+    assert len(names) == 3
+    long = PolicyRef(namespace="t", name="9." + "x" * 250, uid="u")
+    for name in [
+        *names,
+        run_name(long, "20260101-120000"),
+        run_name(PolicyRef(namespace="t", name="9"), "r"),
+    ]:
+        assert re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", name) and len(name) <= 63, name
+    assert run_name(POLICY, "r1") == run_name(POLICY, "r1"), "a resumed run finds its objects again"
+
+
+def test_driver_and_executor_pods_fit_pod_security_restricted() -> None:
+    s = _app(_spec())["spec"]
+    for role, container in (("driver", "spark-kubernetes-driver"), ("executor", "spark-kubernetes-executor")):
+        pod = s[role]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["runAsUser"] != 0
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        (c,) = pod["containers"]
+        assert c["name"] == container, "Spark takes its container from the template by this name"
+        assert c["securityContext"] == {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
         }
+        # The root filesystem is read-only: Python, the JVM and Spark write under /tmp.
+        assert c["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}]
+        assert pod["volumes"] == [{"name": "tmp", "emptyDir": {}}]
+
+
+def test_pull_secrets_come_from_the_operators_settings() -> None:
+    settings = OperatorSettings.from_env(
+        {"EBB_OPERATOR_IMAGE": "registry.example/ebb:2", "EBB_SPARK_IMAGE_PULL_SECRETS": "regcred, other"}
     )
-    s = spark_application("p-r", "ns", OWNER, {}, spec, SETTINGS)["spec"]
-    assert (s["image"], s["driver"]["serviceAccount"]) == ("registry/own:1", "mine")
+    assert _app(_spec(), settings)["spec"]["imagePullSecrets"] == ["regcred", "other"]
+
+
+def test_a_tenant_sizes_its_pods_and_may_name_a_service_account_but_never_the_image() -> None:
+    """Resources stay the tenant's; a service account of its own was admitted before (access.py: grant and
+    analysis credential); an image of its own never reaches the SparkApplication."""
+    spec = _spec(
+        image="registry/evil:1",
+        serviceAccount="team-a-spark",
+        driver={"cores": 2, "memory": "2g"},
+        executor={"cores": 3, "memory": "4g", "instances": 5},
+    )
+    s = _app(spec)["spec"]
+    assert s["image"] == "ebb-operator:2"
+    assert {k: s["driver"][k] for k in ("cores", "memory", "serviceAccount")} == {
+        "cores": 2, "memory": "2g", "serviceAccount": "team-a-spark"
+    }  # fmt: skip
+    assert {k: s["executor"][k] for k in ("cores", "memory", "instances", "serviceAccount")} == {
+        "cores": 3, "memory": "4g", "instances": 5, "serviceAccount": "team-a-spark"
+    }  # fmt: skip
 
 
 def test_without_an_image_the_run_is_an_invalid_spec() -> None:
     with pytest.raises(InvalidSpec, match="EBB_OPERATOR_IMAGE"):
-        spark_application(
-            "p-r", "ns", OWNER, {}, _spec(analysis={"engine": "SparkApplication"}), OperatorSettings()
-        )
+        _app(_spec(), OperatorSettings())
+
+
+def test_the_jobs_namespace_defaults_to_the_operators() -> None:
+    assert OperatorSettings(namespace="ebb").job_namespace == "ebb"
+    env = {"EBB_OPERATOR_NAMESPACE": "ebb", "EBB_SPARK_JOB_NAMESPACE": "ebb-jobs"}
+    assert OperatorSettings.from_env(env).job_namespace == "ebb-jobs"
+
+
+def test_progress_joins_the_spark_operators_state_and_the_drivers_report() -> None:
+    app = {
+        "status": {
+            "applicationState": {"state": "RUNNING"},
+            "executorState": {"x-exec-1": "RUNNING", "x-exec-2": "RUNNING", "x-exec-3": "FAILED"},
+        }
+    }
+    report = {PROGRESS_KEY: '{"stage": "the plan", "tasksDone": 37, "tasksTotal": 40}'}
+    progress = progress_of(app, report)
+    assert progress == RunProgress(
+        state="RUNNING", executors=2, stage="the plan", tasks_done=37, tasks_total=40
+    )
+    assert describe(progress) == "RUNNING, 2 executors, the plan: 37/40 tasks"
+    # Before the driver reports (or if what it wrote is unreadable): the Spark operator's view alone.
+    assert progress_of({}, {}) == RunProgress(state="NEW", executors=0)
+    assert progress_of(app, {PROGRESS_KEY: "{not json"}).stage is None
+    assert describe(progress_of({}, {})) == "NEW"

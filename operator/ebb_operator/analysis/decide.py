@@ -1,0 +1,499 @@
+"""The retention decision: which records of each partition may go, and why the others stay.
+
+Pure: no Spark, no Kafka. `plan.py` reduces the commits (10 M on a large cluster) to the few figures per
+partition and topic below; every rule that decides what is deleted lives here, so each is tested on small
+typed inputs (docs/analysis.md, "How it computes the plan", lists them).
+
+KIP-68's consumed retention: a partition's cut = min(committed offset of every counted group, the offset at
+`now - consumedRetention`), capped by the high watermark. Every rule fails closed: when the plan cannot
+prove that every counted group has read a record, the partition is held and the hold names its reason
+and the groups behind it.
+
+The steps, in order:
+1. `classify`: which groups count (include, exclude, required, the grant's groups, inactiveAfter).
+2. The holds, in order of precedence (`decide`); the groups behind a hold are asked of `GroupNames` only
+   for the partitions that hold concerns (reading them costs a pass over the commits).
+3. The consumed cut of every partition not held (`consumed_cut`): a `Cut` with what limits it. A step
+   that moves the cut further (never past a required group's commit or the high watermark) fits between
+   this one and the next.
+4. The decision (`PartitionDecision`), then `summarize`: the plan in the shared models.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import NamedTuple, Protocol
+
+from ebb_operator.analysis.policy import AnalysisPolicy
+from ebb_operator.analysis.snapshot import GroupState, PartitionState, TopicState
+from ebb_operator.models.common import full_match
+from ebb_operator.models.delete_records import PartitionOffset
+from ebb_operator.models.plan import (
+    HeldPartition,
+    HoldReason,
+    LimitingGroup,
+    PartitionPlan,
+    PlanSummary,
+    TopicPlan,
+)
+
+MAX_NAMED = 20  # groups named per partition; the count says how many there are
+MAX_LIMITING_PER_TOPIC = 10
+
+
+class PartitionStatus(StrEnum):
+    DELETABLE = "Deletable"  # records below delete_before can go: in the DeleteRecords object
+    UP_TO_DATE = "UpToDate"  # nothing to delete now (the cut is at or below the log start offset)
+    HELD = "Held"  # a safety rule holds the partition; the reason and the blocking groups say which
+    NOT_DELETABLE = "NotDeletable"  # cleanup.policy lacks delete: reported, never attempted (KIP-107)
+
+
+class LimitedBy(StrEnum):
+    """What sets the cut of a partition that is not held."""
+
+    CONSUMER_POSITION = "ConsumerPosition"  # the slowest counted groups: named in the decision
+    CONSUMED_RETENTION = "ConsumedRetention"  # records from the cut on are younger than consumedRetention
+
+
+class Named(NamedTuple):
+    """Groups named for a partition: how many there are, and the first MAX_NAMED in name order."""
+
+    total: int
+    names: tuple[str, ...]
+
+
+NOBODY = Named(0, ())
+
+
+def named(groups: Iterable[str]) -> Named:
+    """Every group of `groups` counted, the first MAX_NAMED named (in name order)."""
+    ordered = sorted(set(groups))
+    return Named(len(ordered), tuple(ordered[:MAX_NAMED]))
+
+
+# -- 1. the groups -----------------------------------------------------------------------------------
+
+
+def _any(patterns: Iterable[str], name: str) -> bool:
+    return any(full_match(p, name) for p in patterns)
+
+
+def matched_topics(topics: Iterable[TopicState], policy: AnalysisPolicy) -> list[TopicState]:
+    """Topics the policy selects (RE2 full match, as the operator matches); internal topics never."""
+    return [
+        t
+        for t in topics
+        if not t.topic.startswith("__")
+        and _any(policy.topics_include, t.topic)
+        and not _any(policy.topics_exclude, t.topic)
+    ]
+
+
+def with_commit_times(
+    groups: Sequence[GroupState], last_commit: Mapping[str, int | None]
+) -> list[GroupState]:
+    """The snapshot's groups with the time of their latest commit, where the offsets source has commit
+    times (`__consumer_offsets`), plus the groups seen only in commits: they count like any other."""
+    out = [g._replace(last_commit=last_commit.get(g.group)) for g in groups]
+    described = {g.group for g in groups}
+    out += [
+        GroupState(n, None, None, (), None, None, t)
+        for n, t in sorted(last_commit.items())
+        if n not in described
+    ]
+    return out
+
+
+@dataclass(frozen=True)
+class GroupRoles:
+    """How the policy sees each group (README, RetentionPolicy; docs/glossary.md, counted group)."""
+
+    counted: list[str]  # in include (or required, or outside the namespace's grant) and not inactive
+    outside: list[str]  # active, outside include: what `exclusive` refuses
+    required: frozenset[str]
+    failed: list[str]  # counted groups whose description failed: their topics are unknown
+    expected: dict[str, set[str]]  # topic -> counted groups that read it without a commit being needed
+    #   (assigned or subscribed members; required groups read every matched topic)
+    subscribed_outsiders: dict[str, set[str]]  # topic -> groups outside include assigned/subscribed to it
+
+
+def classify(
+    groups: Iterable[GroupState], policy: AnalysisPolicy, now_ms: int, topics: Iterable[str]
+) -> GroupRoles:
+    known = {g.group: g for g in groups}
+    for name in policy.required:
+        # A required group counts before it has ever shown up: its absence is exactly what must hold deletes.
+        known.setdefault(name, GroupState(name, None, None, (), None, None))
+    matched = set(topics)
+    cutoff = None if policy.inactive_after_ms is None else now_ms - policy.inactive_after_ms
+    counted, outside, failed = [], [], []
+    expected: dict[str, set[str]] = {t: set(policy.required) for t in matched}
+    subscribed_outsiders: dict[str, set[str]] = {}
+    for name in sorted(known):
+        g = known[name]
+        required = name in policy.required
+        # A group outside the namespace's grant (KafkaCluster spec.access[].groups) cannot be left out: it
+        # counts as if included, and never expires.
+        discountable = policy.discountable_groups is None or _any(policy.discountable_groups, name)
+        in_include = (
+            required
+            or not discountable
+            or (_any(policy.groups_include, name) and not _any(policy.groups_exclude, name))
+        )
+        inactive = False
+        if cutoff is not None and not required and discountable and g.error is None and not g.members:
+            # Pulsar-style expiry: no members and no commit for inactiveAfter. Where commit times are unknown
+            # (the Admin API source: OffsetFetch carries none) the group must have been seen empty for as
+            # long (the coordinator's state timestamp, or the operator's memory across runs). A group whose
+            # description failed is never called inactive: its members are unknown.
+            if g.last_commit is not None:
+                inactive = g.last_commit < cutoff
+            else:
+                inactive = g.empty_since is not None and g.empty_since <= cutoff
+        if inactive:
+            continue
+        reads = matched.intersection(g.topics)
+        if in_include:
+            counted.append(name)
+            if g.error is not None:
+                failed.append(name)
+            for t in reads:
+                expected[t].add(name)
+        else:
+            outside.append(name)
+            for t in reads:
+                subscribed_outsiders.setdefault(t, set()).add(name)
+    return GroupRoles(counted, outside, frozenset(policy.required), failed, expected, subscribed_outsiders)
+
+
+# -- what the commits say, per partition and topic ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CommitStats:
+    """The counted groups' commits on one partition."""
+
+    committed: int = 0  # counted groups with a commit on it
+    min_committed: int | None = None
+    max_committed: int | None = None
+    alone_at_minimum: str | None = None  # the one group at the minimum, when it is known to be alone
+    #   there without another read of the commits (otherwise `GroupNames.at_minimum` names them)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicFacts:
+    """A matched topic as the plan sees it."""
+
+    state: TopicState
+    readers: int = 0  # counted groups reading it: by commit, assignment, subscription or `required`
+    outsiders: Named = NOBODY  # groups outside include reading it (looked for only when `exclusive`)
+    grown: bool = False  # a counted group committed on a partition the snapshot does not list: the
+    #   topic grew since the snapshot, and its partitions wait for the next run's
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFacts:
+    """Everything the rules know of one partition."""
+
+    state: PartitionState
+    topic: TopicFacts
+    commits: CommitStats = field(default_factory=CommitStats)
+
+
+class Missing(NamedTuple):
+    """The counted readers of a partition's topic without a commit on the partition."""
+
+    everyone: Named
+    required: Named  # of which `required`
+
+
+class GroupNames(Protocol):
+    """The groups behind a hold, asked only for the partitions concerned (by their index in the list
+    `decide` was given): naming them is a read of the commits filtered to those partitions."""
+
+    def missing(self, partitions: Sequence[int]) -> Mapping[int, Missing]:
+        """The counted readers of each partition's topic without a commit on the partition."""
+        ...
+
+    def out_of_range(self, partitions: Sequence[int]) -> Mapping[int, Named]:
+        """The counted groups whose commit lies outside [log start, high watermark]."""
+        ...
+
+    def at_minimum(self, minimum: Mapping[int, int]) -> Mapping[int, Named]:
+        """The counted groups whose commit is the given offset (the partition's minimum)."""
+        ...
+
+
+# -- 2.-4. the decision ------------------------------------------------------------------------------
+
+
+class Hold(NamedTuple):
+    reason: HoldReason
+    groups: Named = NOBODY
+
+    @property
+    def status(self) -> PartitionStatus:
+        if self.reason is HoldReason.COMPACT_ONLY:
+            return PartitionStatus.NOT_DELETABLE
+        return PartitionStatus.HELD
+
+
+class Cut(NamedTuple):
+    """Where a partition not held may be cut, and what sets it there."""
+
+    offset: int
+    limited_by: LimitedBy
+    groups: Named = NOBODY  # the groups at the offset when they set it (LimitedBy.CONSUMER_POSITION)
+
+
+@dataclass(slots=True, kw_only=True)
+class PartitionDecision:
+    """One partition of the plan (not frozen: 100 000s are built in a large run, and a frozen dataclass
+    is slower to build)."""
+
+    topic: str
+    partition: int
+    status: PartitionStatus
+    reason: HoldReason | None = None
+    limited_by: LimitedBy | None = None
+    blocking: Named = NOBODY  # the groups behind the hold, or at the cut they limit
+    log_start: int | None = None
+    high_watermark: int | None = None
+    delete_before: int | None = None  # the cut, only when Deletable
+    records: int = 0  # records below the cut
+    bytes: int = 0  # their estimated bytes
+    lag_records: int = 0  # how far the slowest counted group lags the high watermark
+    lag_bytes: int = 0
+    size_bytes: int | None = None
+
+    @property
+    def blocking_groups(self) -> list[str]:
+        return list(self.blocking.names)
+
+    @property
+    def blocking_count(self) -> int:
+        return self.blocking.total
+
+
+@functools.cache
+def deletes(cleanup_policy: str | None) -> bool:
+    """Whether `cleanup.policy` includes delete (`compact,delete` does; KIP-107 refuses compact only)."""
+    return "delete" in "".join((cleanup_policy or "").lower().split()).split(",")
+
+
+def _share(size: int | None, records: int, span: int) -> int:
+    """Bytes of `records` of a partition: its on-disk size spread evenly over its readable offsets
+    (DescribeLogDirs gives no per-offset sizes; compacted gaps and a partly deleted first segment make this
+    an estimate)."""
+    return size * records // span if size and records > 0 and span > 0 else 0
+
+
+def standing_hold(facts: PartitionFacts, *, exclusive: bool, failed_groups: Named) -> Hold | None:
+    """The holds that need no group names from the commits, in order of precedence."""
+    p, t = facts.state, facts.topic
+    if t.state.error or p.error or t.grown or None in (p.log_start, p.high_watermark, p.time_offset):
+        return Hold(HoldReason.LOOKUP_FAILED)  # KIP-68: any lookup failure skips the partition
+    if not deletes(t.state.cleanup_policy):
+        return Hold(HoldReason.COMPACT_ONLY)
+    if exclusive and t.outsiders.total:
+        return Hold(HoldReason.NOT_EXCLUSIVE, t.outsiders)  # KIP-762 refuses a topic others read
+    if failed_groups.total:
+        return Hold(HoldReason.LOOKUP_FAILED, failed_groups)  # a counted group whose topics are unknown
+    return None
+
+
+def out_of_range(facts: PartitionFacts) -> bool:
+    """Some counted commit lies outside [log start, high watermark]: the group's position is unknown to
+    the log (a truncated or deleted and recreated topic), so what it has read is unknown."""
+    p, s = facts.state, facts.commits
+    low, high = s.min_committed, s.max_committed
+    return (low is not None and p.log_start is not None and low < p.log_start) or (
+        high is not None and p.high_watermark is not None and high > p.high_watermark
+    )
+
+
+def consumed_cut(facts: PartitionFacts) -> Cut:
+    """KIP-68's consumed level for a partition no rule holds: every counted group committed on it."""
+    p, s = facts.state, facts.commits
+    if s.min_committed is None or p.time_offset is None or p.high_watermark is None:
+        raise ValueError(f"{p.topic}-{p.partition}: no cut without commits and offsets (it must be held)")
+    cut = min(s.min_committed, p.time_offset, p.high_watermark)
+    if s.min_committed < p.time_offset:
+        alone = s.alone_at_minimum
+        return Cut(cut, LimitedBy.CONSUMER_POSITION, Named(1, (alone,)) if alone is not None else NOBODY)
+    return Cut(cut, LimitedBy.CONSUMED_RETENTION)
+
+
+def decide(
+    partitions: Sequence[PartitionFacts],
+    names: GroupNames,
+    *,
+    exclusive: bool = False,
+    failed_groups: Sequence[str] = (),
+) -> list[PartitionDecision]:
+    """The decision for every partition; `failed_groups`: counted groups whose description failed."""
+    failed = named(failed_groups)
+    holds: dict[int, Hold] = {}
+    for i, f in enumerate(partitions):
+        if (hold := standing_hold(f, exclusive=exclusive, failed_groups=failed)) is not None:
+            holds[i] = hold
+    # A partition with fewer counted commits than its topic has counted readers: some reader has none.
+    lacking = [
+        i for i, f in enumerate(partitions) if i not in holds and f.commits.committed < f.topic.readers
+    ]
+    found = names.missing(lacking) if lacking else {}
+    for i in lacking:
+        everyone, required = found.get(i, Missing(NOBODY, NOBODY))
+        holds[i] = (
+            Hold(HoldReason.REQUIRED_GROUP_MISSING, required)
+            if required.total
+            else Hold(HoldReason.NO_COMMIT, everyone)
+        )
+    stale = [i for i, f in enumerate(partitions) if i not in holds and out_of_range(f)]
+    found_stale = names.out_of_range(stale) if stale else {}
+    for i in stale:
+        holds[i] = Hold(HoldReason.OFFSET_OUT_OF_RANGE, found_stale.get(i, NOBODY))
+    for i, f in enumerate(partitions):
+        if i not in holds and f.topic.readers == 0:
+            holds[i] = Hold(HoldReason.NO_COUNTED_CONSUMERS)  # nothing proves the records were read
+
+    cuts = {i: consumed_cut(f) for i, f in enumerate(partitions) if i not in holds}
+    unnamed = {
+        i: c.offset
+        for i, c in cuts.items()
+        if c.limited_by is LimitedBy.CONSUMER_POSITION and not c.groups.total
+    }
+    if unnamed:
+        at_minimum = names.at_minimum(unnamed)
+        for i in unnamed:
+            cuts[i] = cuts[i]._replace(groups=at_minimum.get(i, NOBODY))
+    return [_decision(f, holds[i] if i in holds else cuts[i]) for i, f in enumerate(partitions)]
+
+
+def _decision(facts: PartitionFacts, outcome: Hold | Cut) -> PartitionDecision:
+    p, s = facts.state, facts.commits
+    start, hw = p.log_start, p.high_watermark
+    span = (hw - start) if hw is not None and start is not None else 0
+    # How far the slowest counted group lags the high watermark (a commit below the log start has every
+    # record yet to read): what it holds on disk.
+    lag = 0
+    if hw is not None and start is not None and s.min_committed is not None:
+        lag = max(0, hw - max(s.min_committed, start))
+    limited_by, cut, records = None, None, 0
+    if isinstance(outcome, Hold):
+        status, reason = outcome.status, outcome.reason
+    elif start is None or outcome.offset <= start:
+        status, reason, limited_by = (
+            PartitionStatus.UP_TO_DATE,
+            HoldReason.NOTHING_TO_DELETE,
+            outcome.limited_by,
+        )
+    else:
+        status, reason, limited_by = PartitionStatus.DELETABLE, None, outcome.limited_by
+        cut, records = outcome.offset, outcome.offset - start
+    return PartitionDecision(
+        topic=p.topic,
+        partition=p.partition,
+        status=status,
+        reason=reason,
+        limited_by=limited_by,
+        blocking=outcome.groups,
+        log_start=start,
+        high_watermark=hw,
+        delete_before=cut,
+        records=records,
+        bytes=_share(p.size_bytes, records, span),
+        lag_records=lag,
+        lag_bytes=_share(p.size_bytes, lag, span),
+        size_bytes=p.size_bytes,
+    )
+
+
+# -- the result --------------------------------------------------------------------------------------
+
+
+@dataclass
+class PlanResult:
+    """The collected plan: the summary and per-topic list for the policy status, the partitions, the cuts,
+    and the counted groups (the DeleteRecords' ConsumedBy guard)."""
+
+    summary: PlanSummary
+    topics: list[TopicPlan]
+    partitions: list[PartitionPlan]
+    deletes: list[PartitionOffset]
+    counted_groups: list[str] = field(default_factory=list)
+    decisions: list[PartitionDecision] = field(default_factory=list, repr=False)
+
+
+def summarize(
+    decisions: Sequence[PartitionDecision], counted_groups: Sequence[str] = (), max_held_per_topic: int = 100
+) -> PlanResult:
+    """The plan in the shared plan models (one entry per partition: small next to the commits)."""
+    partitions: list[PartitionPlan] = []
+    topics: dict[str, TopicPlan] = {}
+    limiting: dict[str, dict[str, LimitingGroup]] = {}
+    cuts: list[PartitionOffset] = []
+    for r in sorted(decisions, key=lambda d: (d.topic, d.partition)):
+        partitions.append(
+            PartitionPlan.model_construct(  # computed here, nothing to validate (10 000s of them)
+                topic=r.topic,
+                partition=r.partition,
+                log_start_offset=r.log_start,
+                high_watermark=r.high_watermark,
+                delete_before=r.delete_before,
+                records=r.records,
+                bytes=r.bytes,
+                reason=r.reason,
+                blocking_groups=r.blocking_groups,
+                lag_records=r.lag_records,
+                lag_bytes=r.lag_bytes,
+            )
+        )
+        t = topics.setdefault(r.topic, TopicPlan(topic=r.topic))
+        t.partitions += 1
+        t.deletable_records += r.records
+        t.reclaimable_bytes += r.bytes
+        held = r.status in (PartitionStatus.HELD, PartitionStatus.NOT_DELETABLE)
+        if held and r.reason is not None:
+            t.held_count += 1
+            if len(t.held) < max_held_per_topic:
+                t.held.append(
+                    HeldPartition(
+                        partition=r.partition,
+                        reason=r.reason,
+                        blocking_groups=r.blocking_groups,
+                        blocking_count=r.blocking_count,
+                    )
+                )
+        # Who holds the disk: the slowest counted group where it limits the cut, and a group behind a hold
+        # with everything the partition retains (as far as the plan can tell, it has read none of it).
+        lag: tuple[int, int] | None = None
+        if r.limited_by is LimitedBy.CONSUMER_POSITION:
+            lag = (r.lag_records, r.lag_bytes)
+        elif r.status is PartitionStatus.HELD and r.log_start is not None and r.high_watermark is not None:
+            lag = (r.high_watermark - r.log_start, r.size_bytes or 0)
+        if lag is not None:
+            for g in r.blocking.names:
+                entry = limiting.setdefault(r.topic, {}).setdefault(g, LimitingGroup(group=g))
+                entry.partitions += 1
+                entry.lag_records += lag[0]
+                entry.lag_bytes += lag[1]
+        if r.status is PartitionStatus.DELETABLE and r.delete_before is not None:
+            cuts.append(PartitionOffset(topic=r.topic, partition=r.partition, offset=r.delete_before))
+    for name, groups in limiting.items():
+        ranked = sorted(groups.values(), key=lambda g: (-g.lag_bytes, -g.lag_records, g.group))
+        topics[name].limiting = ranked[:MAX_LIMITING_PER_TOPIC]
+        topics[name].limiting_count = len(ranked)
+    summary = PlanSummary(
+        topics=len(topics),
+        partitions=len(partitions),
+        deletable_records=sum(t.deletable_records for t in topics.values()),
+        reclaimable_bytes=sum(t.reclaimable_bytes for t in topics.values()),
+        held_partitions=sum(t.held_count for t in topics.values()),
+    )
+    return PlanResult(
+        summary, list(topics.values()), partitions, cuts, sorted(counted_groups), list(decisions)
+    )
