@@ -1,6 +1,6 @@
 """Log (Kafka's UnifiedLog): append, read, offsets by time, DeleteRecords and retention counts.
 
-Restates UnifiedLogTest cases from the reference note (section 4, items 24-31) for this engine.
+Restates cases of Kafka's UnifiedLogTest (log start offset, DeleteRecords, retention) for this engine.
 """
 
 from __future__ import annotations
