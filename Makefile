@@ -42,9 +42,10 @@ lint: venv
 test-fast: venv
 	$(PY) -m pytest -m unit -q
 
+# The cluster tier (a node of its own) runs beside the other tiers: tools/run_tests.py.
 test: venv lint $(TEST_PREREQS)
-	@echo "==> running every test tier (unit, compat, spark, k8s, e2e, then cluster)"
-	$(PY) -m pytest -q --durations=15
+	@echo "==> running every test tier (unit, compat, spark, k8s, e2e; cluster beside them)"
+	$(PY) -m tools.run_tests
 
 bench: venv
 	$(PY) -m bench $(BENCH)

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from demo import workload
+from harness.chart_hooks import helm_with_hooks
 from harness.controlplane import ControlPlane, running_control_plane
 from harness.ebb_broker import EbbBroker
 from harness.operator_process import deployment_settings, running_operator
@@ -86,20 +87,24 @@ def human(n: int) -> str:
     raise AssertionError("unreachable")
 
 
-def install_chart(cp: ControlPlane, bootstrap: str) -> None:
+def install_chart(cp: ControlPlane, bootstrap: str, workdir: Path) -> None:
     say(
         f"installing the Helm chart into namespace {NAMESPACE} (CRDs, the operator's RBAC and ServiceAccount)"
     )
     info("no kubelet runs here, so the chart's Deployment gets no pod: the operator runs as a local process")
     info(f"under the chart's ServiceAccount; its default cluster is the local ebb-broker {bootstrap}")
     info(f"the chart's KafkaCluster `ebb` grants namespace {NAMESPACE} every topic and option, and tenant")
-    info(f"namespace {TENANT} only topics {TENANT_TOPICS} (no GuardNone, no compaction)")
-    cp.helm(
-        "install", RELEASE, str(CHART),
-        "--namespace", NAMESPACE, "--create-namespace",
-        "--set", "broker.enabled=false",
-        "--set", f"operator.defaultCluster.bootstrapServers={bootstrap}",
-        "--set-json", f"operator.defaultCluster.access={json.dumps(GRANTS)}",
+    info(f"namespace {TENANT} only topics {TENANT_TOPICS} (no GuardNone, no compaction); the chart's")
+    info("install hook applies it, its Job's command run here as a local process")
+    helm_with_hooks(
+        cp, "install", RELEASE, CHART, NAMESPACE,
+        values=(
+            "--set", "broker.enabled=false",
+            "--set", f"operator.defaultCluster.bootstrapServers={bootstrap}",
+            "--set-json", f"operator.defaultCluster.access={json.dumps(GRANTS)}",
+        ),
+        flags=("--create-namespace",),
+        log_dir=workdir,
     )  # fmt: skip
     for crd in ("deleterecords", "compactionconfigs", "retentionpolicies", "kafkaclusters"):
         cp.kubectl("wait", "--for=condition=Established", f"crd/{crd}.ebb.dev", "--timeout=60s")
@@ -295,7 +300,7 @@ def run(workdir: Path) -> int:
         with EbbBroker(data_dir, configs=broker_config, log_dir=workdir) as broker:
             bootstrap = broker.bootstrap
             info(f"ebb-broker listening on {bootstrap}, data in {data_dir}")
-            install_chart(cp, bootstrap)
+            install_chart(cp, bootstrap, workdir)
             say(f"starting ebb-operator as ServiceAccount {NAMESPACE}/{RELEASE}-operator")
             resync = chart_values()["operator"]["resyncSeconds"]
             info(f"the chart's resyncSeconds is {resync}; the demo uses 5s")

@@ -12,9 +12,13 @@ PIP_CERT / SSL_CERT_FILE / REQUESTS_CA_BUNDLE names, where a TLS-intercepting pr
 build secret `ca`: the Dockerfiles mount it in the build stage's pip runs only, so it is in no layer.
 
 Cache (the cluster tier). Each image is tagged with a content hash of everything its build reads: its
-Dockerfile, the files it copies, its build arguments and the IDs of its bases. `docker save` of it goes to
-`$EBB_CACHE/images/<name>-<hash>.tar`, from which the node imports it (`ctr images import`); with every
-tarball present nothing is built and no Docker engine is started. A change of any input makes a new tag.
+Dockerfile, the files it copies, its build arguments and the IDs of its bases; a change of any input makes
+a new tag. The node's own images (pause, CoreDNS, local-path-provisioner) are saved (`docker save`) to
+`$EBB_CACHE/images/<name>-<hash>.tar`, from which the node imports them (`ctr images import`); with every
+tarball present nothing is built and no Docker engine is started. Ebb's two images stay in the engine
+(its data root is cached too): the cluster tier pushes them to its registry (harness/publish.py) and the
+node pulls them from there. The previous release's are built the same way from a git worktree of its
+commit (`release_worktree`), under names of their own (`localhost/ebb-<version>/...`).
 Command line: `python -m harness.images {bases,images,cluster}` (mk/delivery.mk, mk/cluster.mk).
 """
 
@@ -120,29 +124,36 @@ class BuiltImage:
     tarball: Path
 
 
-def ebb_images(python_image: str = PYTHON_BASE, java_image: str = JRE_BASE) -> dict[str, Image]:
-    """operator/Dockerfile and broker-image/Dockerfile on the given bases."""
+def ebb_images(
+    python_image: str = PYTHON_BASE,
+    java_image: str = JRE_BASE,
+    *,
+    root: Path = ROOT,
+    prefix: str = "localhost",
+) -> dict[str, Image]:
+    """operator/Dockerfile and broker-image/Dockerfile of the tree `root`, on the given bases, named
+    `prefix`/ebb-operator and `prefix`/ebb-broker."""
     sources = (
-        ROOT / ".dockerignore",
-        ROOT / "pyproject.toml",
-        ROOT / "README.md",
-        ROOT / "broker-image" / "ebb_broker",
-        ROOT / "operator" / "ebb_operator",
-        ROOT / "formats" / "ebb_formats",
+        root / ".dockerignore",
+        root / "pyproject.toml",
+        root / "README.md",
+        root / "broker-image" / "ebb_broker",
+        root / "operator" / "ebb_operator",
+        root / "formats" / "ebb_formats",
     )
     return {
         "operator": Image(
-            "localhost/ebb-operator",
-            ROOT / "operator" / "Dockerfile",
-            ROOT,
-            (*sources, ROOT / "operator" / "docker-entrypoint.sh"),
+            f"{prefix}/ebb-operator",
+            root / "operator" / "Dockerfile",
+            root,
+            (*sources, root / "operator" / "docker-entrypoint.sh"),
             {"PYTHON_IMAGE": python_image, "JAVA_IMAGE": java_image},
             (python_image, java_image),
         ),
         "broker": Image(
-            "localhost/ebb-broker",
-            ROOT / "broker-image" / "Dockerfile",
-            ROOT,
+            f"{prefix}/ebb-broker",
+            root / "broker-image" / "Dockerfile",
+            root,
             sources,
             {"PYTHON_IMAGE": python_image},
             (python_image,),
@@ -311,7 +322,7 @@ def _build(
 def _build_image(engine: DockerEngine, image: Image, ref: str) -> None:
     """Ebb's images build in the repository (.dockerignore keeps the context small); the node's from a
     context holding just their inputs (hard links), not the whole directory of node binaries."""
-    if image.context == ROOT:
+    if (image.context / ".dockerignore").exists():
         _build(engine, image.dockerfile, image.context, ref, image.build_args)
         return
     with tempfile.TemporaryDirectory(dir=images_dir()) as tmp:
@@ -335,8 +346,12 @@ def _save(engine: DockerEngine, ref: str, target: Path, *, prune_tags: bool = Tr
     for old in [*target.parent.glob(f"{stem}-*.tar"), *target.parent.glob(f"build-{stem}-*.log")]:
         if old.stem.rsplit("-", 1)[-1] != target.stem.rsplit("-", 1)[-1]:
             old.unlink()
-    if not prune_tags:
-        return
+    if prune_tags:
+        _prune_tags(engine, ref)
+
+
+def _prune_tags(engine: DockerEngine, ref: str) -> None:
+    """The other tags of `ref`'s repository (superseded builds) go from the engine."""
     repository = ref.rsplit(":", 1)[0]
     tags = engine.run("image", "ls", "--format", "{{.Repository}}:{{.Tag}}", repository, timeout=60)
     old_tags = [t for t in tags.stdout.decode().split() if t != ref]
@@ -355,16 +370,15 @@ def planned(images: dict[str, Image], base_ids: dict[str, str]) -> dict[str, Bui
     return out
 
 
-def ensure_cluster_images(node_bin: Path) -> dict[str, BuiltImage]:
-    """Every image the cluster tier imports into its node, as tarballs in the cache; builds (starting a
-    Docker engine only then) what is missing. Keys: operator, broker, pause, coredns,
-    local-path-provisioner, debian."""
-    images = {**ebb_images(), **node_images(node_bin)}
+def ensure_node_images(node_bin: Path) -> dict[str, BuiltImage]:
+    """The images the cluster tier imports into its node, as tarballs in the cache; builds (starting a
+    Docker engine only then) what is missing. Keys: pause, coredns, local-path-provisioner, debian."""
+    images = node_images(node_bin)
     plan = planned(images, recorded_base_ids())
     debian_tar = images_dir() / "ebb-debian-bookworm.tar"
     if plan is not None and debian_tar.exists() and all(b.tarball.exists() for b in plan.values()):
         return {**plan, "debian": BuiltImage(_debian_ref(), debian_tar)}
-    _say("building the images the cluster tier runs (Docker engine started for the builds)")
+    _say("building the node's images (Docker engine started for the builds)")
     with docker_engine() as engine:
         base_ids = ensure_bases(engine)
         plan = planned(images, base_ids)
@@ -374,17 +388,62 @@ def ensure_cluster_images(node_bin: Path) -> dict[str, BuiltImage]:
             if built.tarball.exists():
                 continue
             began = time.monotonic()
-            _say(f"building {built.ref} from {image.dockerfile.relative_to(ROOT)}")
+            _say(f"building {built.ref} from {image.dockerfile.name}")
             _build_image(engine, image, built.ref)
             _save(engine, built.ref, built.tarball)
             _say(f"{built.ref} built and saved ({time.monotonic() - began:.0f} s)")
-        # BuildKit's cache (the dependency layers above all) stays, within a bound.
-        prune = ("builder", "prune", "--force", "--keep-storage", BUILD_CACHE_KEEP)
-        engine.run(*prune, check=False, timeout=300)
         if not debian_tar.exists():
             engine.run("tag", DEBIAN_BASE, _debian_ref(base_ids))
             _save(engine, _debian_ref(base_ids), debian_tar, prune_tags=False)  # :bookworm is the base
     return {**plan, "debian": BuiltImage(_debian_ref(), debian_tar)}
+
+
+def ensure_ebb_images(engine: DockerEngine, images: dict[str, Image] | None = None) -> dict[str, str]:
+    """Ebb's images (ebb_images(): this tree's by default) in `engine`, built where missing; their refs
+    (repository:content-hash) by key (operator, broker)."""
+    base_ids = ensure_bases(engine)
+    images = images or ebb_images()
+    plan = planned(images, base_ids)
+    assert plan is not None
+    for key, image in images.items():
+        ref = plan[key].ref
+        if engine.image_id(ref) is not None:
+            continue
+        began = time.monotonic()
+        _say(f"building {ref} from {image.dockerfile.relative_to(image.context)} in {image.context}")
+        _build_image(engine, image, ref)
+        _prune_tags(engine, ref)
+        _say(f"{ref} built ({time.monotonic() - began:.0f} s)")
+    # BuildKit's cache (the dependency layers above all) stays, within a bound.
+    engine.run("builder", "prune", "--force", "--keep-storage", BUILD_CACHE_KEEP, check=False, timeout=300)
+    return {key: built.ref for key, built in plan.items()}
+
+
+def release_worktree(commit: str, root: Path = ROOT) -> Path:
+    """A git worktree of `commit` in the cache (made once; any checkout of the commit found there is used,
+    also one another clone made)."""
+    path = cache_dir() / "releases" / commit
+    head = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode == 0 and head.stdout.strip() == commit:
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    subprocess.run(["git", "-C", str(root), "worktree", "prune"], capture_output=True, check=False)
+    proc = subprocess.run(
+        ["git", "-C", str(root), "worktree", "add", "--detach", str(path), commit],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise ImageBuildError(
+            f"git worktree add of {commit} failed ({proc.stderr.strip()}): a clone without that commit? "
+            "`git fetch --unshallow`"
+        )
+    return path
+
+
+def release_images(version: str, commit: str) -> dict[str, Image]:
+    """A release's images, built from a worktree of its commit under names of their own."""
+    return ebb_images(root=release_worktree(commit), prefix=f"localhost/ebb-{version}")
 
 
 def _debian_ref(base_ids: dict[str, str] | None = None) -> str:
@@ -426,7 +485,11 @@ def main(argv: list[str] | None = None) -> int:
     user = sub.add_parser("images", help="build ebb-operator:TAG and ebb-broker:TAG (make images)")
     user.add_argument("--tag", required=True)
     user.add_argument("--bases", choices=("auto", "public", "local"), default="auto")
-    sub.add_parser("cluster", help="the cluster tier's images, cached by content hash (make cluster-images)")
+    sub.add_parser(
+        "cluster",
+        help="the cluster tier's images, cached by content hash (make cluster-images): the node's, Ebb's, "
+        "and the previous release's (tools/releases.py)",
+    )
     args = parser.parse_args(argv)
     began = time.monotonic()
     try:
@@ -437,8 +500,16 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "images":
             build_user_images(args.tag, args.bases)
         else:
-            for key, built in ensure_cluster_images(NodeBinaries.from_cache().bin).items():
+            for key, built in ensure_node_images(NodeBinaries.from_cache().bin).items():
                 _say(f"{key}: {built.ref} ({built.tarball})")
+            from tools.releases import PREVIOUS
+
+            with docker_engine() as engine:
+                for key, ref in ensure_ebb_images(engine).items():
+                    _say(f"{key}: {ref}")
+                previous = release_images(PREVIOUS.version, PREVIOUS.commit)
+                for key, ref in ensure_ebb_images(engine, previous).items():
+                    _say(f"{key} {PREVIOUS.version}: {ref}")
     except (ImageBuildError, DockerUnavailable, NodeBinariesMissing) as exc:
         print(f"harness.images: {exc}", file=sys.stderr)
         return 1

@@ -5,9 +5,11 @@ what a kind node runs, as host processes (docs/cluster-node.md, and what differs
 containerd and runc from Debian, the control plane in its node mode (harness.controlplane.NodeMode:
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler), kubelet and kube-proxy of the same
 Kubernetes pin (harness/node/build.sh), the Debian CNI plugins (bridge, host-local, portmap, firewall),
-CoreDNS, and local-path-provisioner as the default StorageClass (kind's). Images come from
+CoreDNS, and local-path-provisioner as the default StorageClass (kind's). The node's own images come from
 harness.images as tarballs and are imported with `ctr -n k8s.io images import`; containerd's image
-store is kept in `$EBB_CACHE/node/containerd`, so a cached run imports nothing.
+store is kept in `$EBB_CACHE/node/containerd`, so a cached run imports nothing. Ebb's images are pulled,
+as users' nodes pull them: from the registries given to `running_cluster` (harness.registry), through
+containerd's registry hosts configuration (`certs.d/<host>/hosts.toml`, containerd's docs/hosts.md).
 
 The host is shared, so the node keeps to its own names: pods 10.244.0.0/24 on bridge `ebbcni0`,
 Services 10.96.0.0/16, pod cgroups under `/ebb-node`, containerd's socket and state in /run/ebb-node,
@@ -217,7 +219,18 @@ def containerd_root() -> Path:
 CONTAINERD_SOCKET = RUN_DIR / "containerd" / "containerd.sock"
 
 
-def _containerd_config(workdir: Path, sandbox_image: str) -> Path:
+def _registry_hosts(workdir: Path, registries: list[str]) -> Path:
+    """containerd's hosts directory: plain HTTP to each local registry (host:port), pull and resolve."""
+    certs_d = workdir / "certs.d"
+    for host in registries:
+        (certs_d / host).mkdir(parents=True, exist_ok=True)
+        (certs_d / host / "hosts.toml").write_text(
+            f'server = "http://{host}"\n\n[host."http://{host}"]\n  capabilities = ["pull", "resolve"]\n'
+        )
+    return certs_d
+
+
+def _containerd_config(workdir: Path, sandbox_image: str, registries: list[str]) -> Path:
     cri = 'plugins."io.containerd.grpc.v1.cri"'
     config = f"""version = 2
 root = "{containerd_root()}"
@@ -230,6 +243,8 @@ state = "{RUN_DIR / "containerd"}"
   sandbox_image = "{sandbox_image}"
   # Root lacks CAP_SYS_RESOURCE here: negative oom_score_adj (sandboxes get -998) would fail every pod.
   restrict_oom_score_adj = true
+  [{cri}.registry]
+    config_path = "{_registry_hosts(workdir, registries)}"
   [{cri}.cni]
     bin_dir = "{CNI_BIN}"
     conf_dir = "{workdir / "cni" / "net.d"}"
@@ -285,6 +300,10 @@ def ctr(*args: str, timeout: float = 300, stdin: IO[bytes] | None = None) -> sub
     )
 
 
+# Repositories imported by earlier versions of the harness and pulled from a registry now.
+RETIRED_REPOSITORIES = ("localhost/ebb-operator", "localhost/ebb-broker")
+
+
 def import_images(images: dict[str, BuiltImage], say: Callable[[str], None]) -> None:
     """Import what containerd lacks; remove the superseded tags of the same repositories."""
     present = set(ctr("images", "ls", "-q").stdout.split())
@@ -298,9 +317,20 @@ def import_images(images: dict[str, BuiltImage], say: Callable[[str], None]) -> 
             raise NodeError(f"ctr images import {image.tarball} failed: {proc.stderr.strip()}")
         say(f"imported {image.ref} ({time.monotonic() - began:.0f} s)")
     wanted = {i.ref for i in images.values()}
-    repositories = {i.ref.rsplit(":", 1)[0] for i in images.values()}
+    repositories = {i.ref.rsplit(":", 1)[0] for i in images.values()} | set(RETIRED_REPOSITORIES)
     stale = [ref for ref in present if ref.rsplit(":", 1)[0] in repositories and ref not in wanted]
     if stale:  # --sync: their content and snapshots are garbage-collected now, not at some later GC
+        ctr("images", "rm", "--sync", *stale)
+
+
+def prune_pulled_images(prefix: str, wanted: list[str]) -> None:
+    """Remove the images pulled from a registry (names starting with `prefix`) other than `wanted`
+    (REF:TAG@DIGEST): kubelet's image garbage collection is off (imageGCHighThresholdPercent 100), and
+    each code change pulls a new operator image."""
+    digests = {ref.rsplit("@", 1)[-1] for ref in wanted}
+    listed = ctr("images", "ls").stdout.splitlines()[1:]
+    stale = [line.split()[0] for line in listed if line.startswith(prefix) and line.split()[2] not in digests]
+    if stale:
         ctr("images", "rm", "--sync", *stale)
 
 
@@ -498,10 +528,12 @@ def running_cluster(
     say: Callable[[str], None] = print,
     k8s_binaries: Binaries | None = None,
     binaries: NodeBinaries | None = None,
+    registries: list[str] | None = None,
 ) -> Iterator[Cluster]:
     """A control plane with one node, CoreDNS and the default StorageClass, for the block; `images`
-    (harness.images.ensure_cluster_images) are imported into the node. Each step's time is reported
-    through `say`. Everything is stopped and the host restored afterwards."""
+    (harness.images.ensure_node_images) are imported into the node, images of `registries` (host:port,
+    plain HTTP) are pulled from them. Each step's time is reported through `say`. Everything is stopped
+    and the host restored afterwards."""
     check_host()
     binaries = binaries or NodeBinaries.from_cache()
     k8s_binaries = k8s_binaries or Binaries.from_cache()
@@ -530,7 +562,7 @@ def running_cluster(
             began = time.monotonic()
             _cni_config(workdir)
             containerd_root().mkdir(parents=True, exist_ok=True)
-            config = _containerd_config(workdir, images["pause"].ref)
+            config = _containerd_config(workdir, images["pause"].ref, registries or [])
             containerd = ServerProcess(
                 "containerd",
                 ["containerd", "--config", str(config)],

@@ -1,5 +1,20 @@
-# Delivery: the chart's copy of the CRDs, the images, and the kind quick start (needs Docker and kind).
-.PHONY: chart-crds images base-images kind-up kind-down
+# Delivery: the chart's copy of the CRDs, the images, publishing to a registry, the release workflow's
+# linter, and the kind quick start (needs Docker and kind).
+.PHONY: chart-crds images base-images kind-up kind-down actionlint
+
+# actionlint checks .github/workflows (tests/unit/delivery/test_release_workflow.py runs it); built once from
+# the Go module proxy into $(EBB_CACHE)/tools.
+ACTIONLINT_VERSION := v1.7.12
+ACTIONLINT := $(EBB_CACHE)/tools/actionlint-$(ACTIONLINT_VERSION)/actionlint
+TEST_PREREQS += actionlint
+
+actionlint: $(ACTIONLINT)
+	@$(ACTIONLINT) -no-color && echo "actionlint $(ACTIONLINT_VERSION): .github/workflows clean"
+
+$(ACTIONLINT):
+	@echo "==> building actionlint $(ACTIONLINT_VERSION) (go install, about a minute)"
+	@mkdir -p $(dir $@)
+	@GOBIN=$(dir $@) CGO_ENABLED=0 go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
 IMAGE_TAG    ?= $(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' charts/ebb/Chart.yaml)
 KIND_CLUSTER ?= ebb
@@ -75,3 +90,17 @@ producer.flush()
 print("produced 300 records to orders")
 endef
 export KIND_PRODUCE
+
+# Both images and the chart into an OCI registry (harness/publish.py): `make images`, `docker push` of each
+# image (its digest kept), the chart with that registry and those digests in its values, `helm push` to
+# oci://REGISTRY/charts. The record: dist/publish.json and dist/values-images.yaml. REGISTRY=host[:port]/path;
+# PLAIN_HTTP=1 for a registry without TLS; VERSION defaults to the chart's appVersion. Logins are Docker's
+# and Helm's own (`docker login`, `helm registry login`).
+REGISTRY ?=
+VERSION  ?= $(IMAGE_TAG)
+.PHONY: publish
+publish: images
+	@test -n "$(REGISTRY)" || { echo "usage: make publish REGISTRY=host[:port]/path [VERSION=...] [PLAIN_HTTP=1]" >&2; exit 2; }
+	@command -v helm >/dev/null 2>&1 || { echo "make publish needs helm on PATH" >&2; exit 1; }
+	@$(PY) -m harness.publish --registry $(REGISTRY) --version $(VERSION) \
+	  --operator-image ebb-operator:$(IMAGE_TAG) --broker-image ebb-broker:$(IMAGE_TAG) $(if $(PLAIN_HTTP),--plain-http)

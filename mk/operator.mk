@@ -6,3 +6,9 @@ crds: venv
 	@echo "==> generating crds/ and the operator RBAC rules from operator/ebb_operator"
 	$(PY) -m ebb_operator.crdgen --out crds --rbac-out charts/ebb/files
 	@$(MAKE) --no-print-directory chart-crds
+
+# The CRDs accept every object the previous release's did (tools/crd_compat.py; its unit test runs the same
+# check in `make test`). AGAINST=<commit or tag> compares with another release.
+.PHONY: crd-compat
+crd-compat: venv
+	$(PY) -m tools.crd_compat $(if $(AGAINST),--against $(AGAINST))

@@ -4,7 +4,9 @@
 # Kubernetes pin), CoreDNS, local-path-provisioner, the Spark operator and promtool from the Go module
 # proxy, and pause from Kubernetes' pause.c; beside them, the upstream manifests the node applies (the
 # Spark operator's CRDs and chart, local-path-provisioner's deployment). Each binary is cached on its own, so an
-# interrupted build resumes where it stopped; a complete set is marked with bin/.complete.
+# interrupted build resumes where it stopped; a complete set is marked with bin/.complete. Beside it, keyed by
+# its own pin so that a new version rebuilds nothing else: CNCF Distribution's `registry`, the OCI registry
+# the node pulls Ebb's images from, in $EBB_CACHE/registry/<version>/registry.
 #
 # Environment: EBB_CACHE (default ~/.cache/ebb), EBB_GO_JOBS (parallel compile jobs, default 2).
 set -euo pipefail
@@ -24,8 +26,26 @@ complete() {
     [[ -f "$bin/.complete" && -f "$root/local-path-storage.yaml" && -d "$root/spark-operator-crds" \
        && -d "$root/spark-operator-chart" ]]
 }
+registry_bin="$cache/registry/${REGISTRY_VERSION#v}/registry"
+build_registry() {
+    if [[ -x "$registry_bin" ]]; then
+        echo "registry ${REGISTRY_VERSION}: using $registry_bin"
+        return 0
+    fi
+    command -v go >/dev/null || { echo "node/build.sh: Go is required (none on PATH)" >&2; exit 1; }
+    echo "==> compiling registry ${REGISTRY_VERSION} (github.com/distribution/distribution/v3, about 2 minutes)"
+    local out
+    mkdir -p "$(dirname "$registry_bin")"
+    out=$(mktemp -d "$(dirname "$registry_bin")/.build.XXXXXX")
+    (cd "$out" && CGO_ENABLED=0 GOBIN="$out" go install -p "$jobs" -trimpath -ldflags "-s -w \
+        -X github.com/distribution/distribution/v3/version.version=$REGISTRY_VERSION" \
+        "github.com/distribution/distribution/v3/cmd/registry@$REGISTRY_VERSION")
+    mv "$out/registry" "$registry_bin" && rm -rf "$out"
+    "$registry_bin" --version
+}
 if complete; then
     echo "node $pin: using the cached binaries in $bin"
+    build_registry
     exit 0
 fi
 command -v go >/dev/null || { echo "node/build.sh: Go is required (none on PATH)" >&2; exit 1; }
@@ -159,3 +179,4 @@ check spark-operator "${SPARK_OPERATOR_VERSION}" "$bin/spark-operator" version
 
 touch "$bin/.complete"
 step "done: $(ls "$bin" | tr '\n' ' ')"
+build_registry

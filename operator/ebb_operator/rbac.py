@@ -122,6 +122,19 @@ TENANT_VIEW_RULES: list[dict[str, Any]] = [
     {"apiGroups": [GROUP], "resources": [f"{p}/status" for p in _TENANT], "verbs": ["get"]},
 ]
 
+# The chart's install hook Jobs (ebb_operator.install), in the release namespace: the broker's credentials
+# Secrets, made once and read back; then, cluster-wide, the default KafkaCluster they apply.
+INSTALL_HOOK_NAMESPACE_RULES: list[dict[str, Any]] = [
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch"]},
+]
+INSTALL_HOOK_CLUSTER_RULES: list[dict[str, Any]] = [
+    {"apiGroups": [GROUP], "resources": ["kafkaclusters"], "verbs": ["get", "create", "patch"]},
+]
+# The uninstall hook: Ebb's finalizer off every Ebb object, wherever it is.
+UNINSTALL_HOOK_RULES: list[dict[str, Any]] = [
+    {"apiGroups": [GROUP], "resources": [*_TENANT, "kafkaclusters"], "verbs": ["get", "list", "patch"]},
+]
+
 # In the jobs namespace only (a Role): SparkApplication runs, whose objects never live in a tenant's.
 JOB_NAMESPACE_RULES: list[dict[str, Any]] = [
     # One SparkApplication per run, followed through its status, pruned (historyLimit), deleted with its
@@ -162,6 +175,9 @@ FILES: dict[str, list[dict[str, Any]]] = {
     "spark-driver-rules.yaml": SPARK_DRIVER_RULES,
     "tenant-edit-rules.yaml": TENANT_EDIT_RULES,
     "tenant-view-rules.yaml": TENANT_VIEW_RULES,
+    "install-hook-namespace-rules.yaml": INSTALL_HOOK_NAMESPACE_RULES,
+    "install-hook-cluster-rules.yaml": INSTALL_HOOK_CLUSTER_RULES,
+    "uninstall-hook-rules.yaml": UNINSTALL_HOOK_RULES,
 }
 
 

@@ -1,10 +1,14 @@
 """The cluster tier: Ebb as users run it, pods on a real node (harness.node, docs/cluster-node.md).
 
-One node and one release of the chart per session, installed with helm from charts/ebb with the images
-built here (harness.images; the `make test` prerequisites build them, and a missing one is built here
-too). Kafka clients run in pods (pod_scripts/kafka_client.py, mounted from a ConfigMap), where the
-broker's advertised DNS name resolves as it does for users. Each step's time is printed as it ends. A
-machine where the node cannot run fails here with the reason, never skips.
+Ebb is installed from a registry, as users install it: a real OCI registry runs beside the node
+(harness.registry), this tree's images and the previous release's (built from a git worktree of its
+commit, tools/releases.py) are pushed to it with their charts (harness.publish, what `make publish`
+runs), and the node's containerd pulls the images through its registry hosts configuration. One release
+of the chart per session: the previous release installed with `helm install oci://...`, then upgraded to
+this tree's chart (test_upgrade.py does it under load, and checks a rollback; the `release` fixture does it
+when that test does not run). Kafka clients run in pods (pod_scripts/kafka_client.py, mounted from a
+ConfigMap), where the broker's advertised DNS name resolves as it does for users. Each step's time is
+printed as it ends. A machine where the node cannot run fails here with the reason, never skips.
 """
 
 from __future__ import annotations
@@ -22,12 +26,17 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.images import ensure_cluster_images
-from harness.node import Cluster, running_cluster
+from harness import publish
+from harness.docker_engine import docker_engine
+from harness.images import ensure_ebb_images, ensure_node_images, release_images, release_worktree
+from harness.k8s_binaries import Binaries
+from harness.node import Cluster, prune_pulled_images, running_cluster
 from harness.node_binaries import NodeBinaries
+from harness.registry import Registry, running_registry
 from harness.server_process import ServerProcess
 from harness.spark_env import SMALL_SPARK_ENV
 from harness.spark_operator import running_spark_operator
+from tools.releases import PREVIOUS
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "ebb"
@@ -38,15 +47,19 @@ NAMESPACE = RELEASE = "ebb"
 JOBS = "ebb-jobs"
 BOOTSTRAP = f"ebb-broker.{NAMESPACE}.svc.cluster.local:9092"  # what the chart's NOTES print
 TOOLBOX = "toolbox"
+UNINSTALL_TENANT = "uninstall-tenant"  # test_uninstall deletes it
+HEAD_VERSION = str(yaml.safe_load((CHART / "Chart.yaml").read_text())["version"])
 
 Say = Callable[[str], None]
 # The modules in the order they run. test_host_restored starts and kills a node of its own, so it runs
-# before the session's node exists. The SparkApplication runs start with the first test that has the
-# release (fixture spark_runs) and take minutes: test_failover kills the operator's leader in the middle
-# of one, the quick tests run meanwhile, test_spark_application checks them, and only then does
-# test_broker_restart restart the broker they read from. Uninstall last.
+# before the session's node exists. test_upgrade takes the first install (the previous release) to this
+# tree's chart. The SparkApplication runs start with the first test that has the release (fixture
+# spark_runs) and take minutes: test_failover kills the operator's leader in the middle of one, the quick
+# tests run meanwhile, test_spark_application checks them, and only then does test_broker_restart restart
+# the broker they read from. Uninstall last.
 ORDER = (
     "test_host_restored.py",
+    "test_upgrade.py",
     "test_failover.py",
     "test_chart_on_node.py",
     "test_examples_on_node.py",
@@ -84,11 +97,54 @@ def say(request: pytest.FixtureRequest) -> Say:
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory, say: Say) -> Iterator[Cluster]:
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    with running_registry(tmp_path_factory.mktemp("registry")) as r:
+        yield r
+
+
+@dataclass(frozen=True)
+class Published:
+    """What the session's registry holds: this tree's release and the previous one."""
+
+    head: publish.Published
+    previous: publish.Published
+
+
+@pytest.fixture(scope="session")
+def published(registry: Registry, tmp_path_factory: pytest.TempPathFactory, say: Say) -> Published:
+    """Both releases built (cached by content hash) and pushed, images and charts (`make publish`)."""
     began = time.monotonic()
-    images = ensure_cluster_images(NodeBinaries.from_cache().bin)
+    helm = str(Binaries.from_cache().helm)
+    out = tmp_path_factory.mktemp("publish")
+    with docker_engine() as engine:
+        head = ensure_ebb_images(engine)
+        previous = ensure_ebb_images(engine, release_images(PREVIOUS.version, PREVIOUS.commit))
+        say(f"images built or found ({time.monotonic() - began:.1f} s)")
+        pushed = Published(
+            publish.publish(
+                engine, registry.host, HEAD_VERSION, head, out=out / "head", helm=helm, plain_http=True
+            ),
+            publish.publish(
+                engine, registry.host, PREVIOUS.version, previous, out=out / "previous", helm=helm,
+                plain_http=True, chart=release_worktree(PREVIOUS.commit) / "charts" / "ebb",
+            ),
+        )  # fmt: skip
+    say(f"both releases pushed to {registry.host} ({time.monotonic() - began:.1f} s)")
+    return pushed
+
+
+@pytest.fixture(scope="session")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, say: Say, registry: Registry, published: Published
+) -> Iterator[Cluster]:
+    began = time.monotonic()
+    images = ensure_node_images(NodeBinaries.from_cache().bin)
     say(f"images ready ({time.monotonic() - began:.1f} s): {', '.join(i.ref for i in images.values())}")
-    with running_cluster(tmp_path_factory.mktemp("cluster"), images, say=say) as c:
+    with running_cluster(
+        tmp_path_factory.mktemp("cluster"), images, say=say, registries=[registry.host]
+    ) as c:
+        wanted = [*published.head.images.values(), *published.previous.images.values()]
+        prune_pulled_images(f"{registry.host}/", wanted)
         yield c
 
 
@@ -116,6 +172,11 @@ class Release:
         proc = self.kubectl("logs", pod, check=False)
         return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
+    def chart_version(self) -> str:
+        """The version of the chart the release runs now."""
+        meta = self.cluster.helm("get", "metadata", RELEASE, "-n", self.namespace, "-o", "json").stdout
+        return str(json.loads(meta)["version"])
+
 
 def wait_until(what: str, check: Callable[[], Any], timeout: float, detail: Callable[[], str] = str) -> Any:
     """Poll `check` until it returns something truthy; an AssertionError naming `what` after `timeout`."""
@@ -127,24 +188,26 @@ def wait_until(what: str, check: Callable[[], Any], timeout: float, detail: Call
     return result
 
 
-@pytest.fixture(scope="session")
-def release(cluster: Cluster, say: Say) -> Release:
-    return install_release(cluster, say)
-
-
-def install_release(cluster: Cluster, say: Say) -> Release:
-    """`helm install ebb charts/ebb` with the images built here, Spark analysis on, and Kafka clients'
-    scripts in a ConfigMap; the chart's pods are ready."""
-    began = time.monotonic()
-    operator, broker = cluster.images["operator"].ref, cluster.images["broker"].ref
+def helm_from_registry(cluster: Cluster, command: str, release: publish.Published, *args: str) -> float:
+    """`helm install|upgrade ebb oci://...` of a published release with the session's values (Spark on,
+    the analysis job's Local engine sized for a few records, images pulled on every pod start so that each
+    start goes to the registry), waiting for its pods; the seconds it took."""
+    # The chart's default grant (the release namespace, every topic and option), and a tenant namespace
+    # test_uninstall deletes.
+    grant = {
+        "namespaces": [NAMESPACE, UNINSTALL_TENANT],
+        "topics": [".*"],
+        "allow": ["GuardNone", "ForcedRetention", "Compaction", "SparkOverrides"],
+    }
     values = {
         "operator": {
-            "image": {"repository": operator.rsplit(":", 1)[0], "tag": operator.rsplit(":", 1)[1]},
-            # The analysis job's Local engine, sized for a few records (harness.spark_env).
+            "image": {"pullPolicy": "Always"},
             "extraEnv": [{"name": k, "value": v} for k, v in SMALL_SPARK_ENV.items()],
+            "defaultCluster": {"access": [grant]},
         },
-        "broker": {"image": {"repository": broker.rsplit(":", 1)[0], "tag": broker.rsplit(":", 1)[1]}},
-        "spark": {"enabled": True, "jobNamespace": JOBS},
+        "broker": {"image": {"pullPolicy": "Always"}},
+        # The previous release's chart has no jobNamespace (its values schema refuses unknown keys).
+        "spark": {"enabled": True, **({"jobNamespace": JOBS} if release.version == HEAD_VERSION else {})},
     }
     # As an admin would: the jobs namespace first (the chart puts its Spark RBAC there), enforcing the
     # strictest Pod Security profile on every driver and executor pod.
@@ -156,15 +219,52 @@ def install_release(cluster: Cluster, say: Say) -> Release:
     cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(jobs))
     values_file = cluster.workdir / "values.yaml"
     values_file.write_text(yaml.safe_dump(values))
+    began = time.monotonic()
     cluster.helm(
-        "install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--create-namespace",
-        "--values", str(values_file), "--wait", "--timeout", "5m", timeout=400,
+        command, RELEASE, release.chart, "--version", release.version, "--plain-http",
+        "--namespace", NAMESPACE, "--values", str(values_file), "--wait", "--timeout", "5m", *args,
+        timeout=400,
     )  # fmt: skip
-    rel = Release(cluster, NAMESPACE, operator, broker)
     cluster.wait_ready("statefulset", "ebb-broker", NAMESPACE)
     cluster.wait_ready("deployment", "ebb-operator", NAMESPACE)
-    say(f"helm install, broker and operator ready: {time.monotonic() - began:.1f} s")
+    return time.monotonic() - began
 
+
+@pytest.fixture(scope="session")
+def first_install(cluster: Cluster, published: Published, say: Say) -> Release:
+    """The previous release, installed from the registry, with a toolbox pod for Kafka clients."""
+    seconds = helm_from_registry(cluster, "install", published.previous, "--create-namespace")
+    say(f"helm install {published.previous.chart} --version {published.previous.version}: {seconds:.1f} s")
+    return start_toolbox(
+        Release(cluster, NAMESPACE, published.head.images["operator"], published.head.images["broker"]), say
+    )
+
+
+@pytest.fixture(scope="session")
+def release(first_install: Release, published: Published, say: Say) -> Release:
+    """This tree's release, upgraded to from the previous one (test_upgrade has done it, under load)."""
+    if first_install.chart_version() != published.head.version:
+        seconds = helm_from_registry(first_install.cluster, "upgrade", published.head)
+        wait_for_broker_name(first_install)
+        say(f"helm upgrade to {published.head.version}: {seconds:.1f} s")
+    return first_install
+
+
+def wait_for_broker_name(rel: Release) -> None:
+    """Until the broker's advertised name resolves, in the toolbox, to the pod the upgrade restarted it as:
+    CoreDNS answers the old pod's address from its cache for up to 30 s, and a client connecting there
+    meanwhile fails (EHOSTUNREACH)."""
+    name = f"ebb-broker-0.ebb-broker-headless.{NAMESPACE}.svc.cluster.local"
+
+    def resolved() -> bool:
+        found = rel.kubectl("exec", TOOLBOX, "--", "getent", "hosts", name, check=False).stdout.split()
+        return bool(found) and found[0] == rel.get("pod", "ebb-broker-0")["status"].get("podIP")
+
+    wait_until(f"{name} to resolve to the broker pod's address", resolved, 60)
+
+
+def start_toolbox(rel: Release, say: Say) -> Release:
+    """The Kafka clients' scripts in a ConfigMap, and a pod with them to run one-off commands in."""
     began = time.monotonic()
     rel.kubectl("create", "configmap", "kafka-client", f"--from-file={SCRIPTS / 'kafka_client.py'}")
     rel.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(client_pod(rel, TOOLBOX, ["sleep", "infinity"])))
@@ -188,7 +288,7 @@ def client_pod(rel: Release, name: str, command: list[str]) -> dict[str, Any]:
                 {
                     "name": "client",
                     "image": rel.broker_image,
-                    "imagePullPolicy": "Never",
+                    "imagePullPolicy": "IfNotPresent",
                     "command": command,
                     "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
                     "volumeMounts": [

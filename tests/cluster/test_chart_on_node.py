@@ -1,13 +1,16 @@
-"""The chart's pods as a user's `helm install` runs them: the broker StatefulSet on its PVC from the default
-StorageClass, the operator Deployment non-root on a read-only root filesystem with its probes passing,
-both serving metrics, the operator on in-cluster config, the Services and DNS names of the chart's NOTES."""
+"""The chart's pods as a user's `helm install` runs them: installed from an OCI registry with the images the
+node's containerd pulled from it, the broker StatefulSet on its PVC from the default StorageClass, the
+operator Deployment non-root on a read-only root filesystem with its probes passing, both serving metrics,
+the operator on in-cluster config, the Services and DNS names of the chart's NOTES."""
 
 from __future__ import annotations
 
 import pytest
 import yaml
 
-from tests.cluster.conftest import BOOTSTRAP, NAMESPACE, RELEASE, TOOLBOX, Release
+from harness.node import RETIRED_REPOSITORIES, ctr
+from harness.registry import Registry
+from tests.cluster.conftest import BOOTSTRAP, NAMESPACE, RELEASE, TOOLBOX, Published, Release
 
 # spark_runs: the SparkApplication runs start before these quick tests and run through them.
 pytestmark = [pytest.mark.timeout(900), pytest.mark.usefixtures("spark_runs")]
@@ -20,6 +23,29 @@ def _pods(rel: Release, selector: str) -> list[dict]:  # type: ignore[type-arg]
 def _pod(rel: Release, selector: str) -> dict:  # type: ignore[type-arg]
     (pod,) = _pods(rel, selector)
     return pod
+
+
+def test_installed_from_the_registry_with_images_pulled_by_containerd(
+    release: Release, published: Published, registry: Registry
+) -> None:
+    assert release.chart_version() == published.head.version
+    assert published.head.chart == f"oci://{registry.host}/charts/ebb"
+    for component in ("operator", "broker"):
+        pods = _pods(release, f"app.kubernetes.io/component={component}")
+        assert pods, component
+        for pod in pods:  # the operator's replicas, the broker
+            # By digest: the chart pushed with the images names them so.
+            assert pod["spec"]["containers"][0]["image"] == published.head.images[component]
+            (status,) = pod["status"]["containerStatuses"]
+            assert status["imageID"].endswith(published.head.digests[component]), status
+    # containerd fetched them from the registry (its hosts.toml): its requests are in the access log.
+    pulled = registry.requests_by("containerd/")
+    for component in ("operator", "broker"):
+        assert any(f"/v2/ebb-{component}/manifests/" in line for line in pulled), pulled[-5:]
+    # Nothing of Ebb was imported into the node (`ctr images import`): only the registry's are there.
+    listed = ctr("images", "ls", "-q").stdout.split()
+    assert not [ref for ref in listed if ref.startswith(RETIRED_REPOSITORIES)]
+    assert any(ref.startswith(f"{registry.host}/ebb-operator") for ref in listed)
 
 
 def test_broker_runs_on_a_claim_of_the_default_storage_class(release: Release) -> None:

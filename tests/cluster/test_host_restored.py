@@ -26,11 +26,11 @@ pytestmark = pytest.mark.timeout(900)
 OWNER = """
 import sys, time
 from pathlib import Path
-from harness.images import ensure_cluster_images
+from harness.images import ensure_node_images
 from harness.node import running_cluster
 from harness.node_binaries import NodeBinaries
 
-with running_cluster(Path(sys.argv[1]), ensure_cluster_images(NodeBinaries.from_cache().bin)) as cluster:
+with running_cluster(Path(sys.argv[1]), ensure_node_images(NodeBinaries.from_cache().bin)) as cluster:
     print("READY", flush=True)
     time.sleep(900)
 """

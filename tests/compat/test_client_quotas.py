@@ -278,10 +278,8 @@ def test_quota_requests_get_kafkas_answers(side: Side) -> None:
             (("user", ""),): (42, "Empty user not supported"),
             (("client-id", f"{client}-x"),): (42, "Invalid configuration key foo"),
         }
-        _describes(
-            w, [("user", 0, user)], False,
-            [([("client-id", "<default>"), ("user", user)], [("producer_byte_rate", 4096.0)])],
-        )  # fmt: skip
+        by_user = [([("client-id", "<default>"), ("user", user)], [("producer_byte_rate", 4096.0)])]
+        _describes(w, [("user", 0, user)], False, by_user)
         assert _describe(w, [("user", 0, user)], strict=True) == (0, "", [])
         both = [("consumer_byte_rate", 2048.0), ("producer_byte_rate", 1024.0)]
         _describes(w, [("client-id", 0, client)], True, [([("client-id", client)], both)])

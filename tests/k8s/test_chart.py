@@ -7,6 +7,7 @@ operator as local processes (no kubelet runs pods here) with the chart's setting
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from harness.bounded import wait_until
+from harness.chart_hooks import helm_with_hooks
 from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
 from harness.operator_process import deployment_settings, running_operator
@@ -90,13 +92,18 @@ def test_rendered_chart_is_accepted_by_the_api_server(
         assert {d["metadata"]["namespace"] for d in spark} == {"chart-team-b"}, (
             "Spark RBAC: the jobs namespace"
         )
-        kc = next(d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "KafkaCluster")
-        assert kc["spec"]["analysisCredentials"] == {"secretRef": {"name": "ebb-analysis"}}
+        # The default KafkaCluster is the finish hook's to apply: its spec is an argument of that Job.
+        (finish,) = [d for d in yaml.safe_load_all(rendered) if d and d["metadata"]["name"] == "ebb-finish"]
+        (arg,) = [a for a in finish["spec"]["template"]["spec"]["containers"][0]["args"] if "-spec=" in a]
+        kc_spec = json.loads(arg.split("=", 1)[1])
+        assert kc_spec["analysisCredentials"] == {"secretRef": {"name": "ebb-analysis"}}
         crds = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "CustomResourceDefinition"]
         assert all("helm.sh/resource-policy" not in d["metadata"].get("annotations", {}) for d in crds)
     else:
         assert kinds(rendered).count("CustomResourceDefinition") == 4
-        assert "KafkaCluster" in kinds(rendered)
+        # The default KafkaCluster and the broker's credentials come from the install hooks, not templates.
+        assert "KafkaCluster" not in kinds(rendered) and "Secret" not in kinds(rendered)
+        assert kinds(rendered).count("Job") == 3  # prepare, finish, uninstall
         assert "StatefulSet" in kinds(rendered)
         assert "ServiceMonitor" not in kinds(rendered) and "PrometheusRule" not in kinds(rendered)
         assert "ConfigMap" in kinds(rendered)  # the Grafana dashboard
@@ -139,16 +146,20 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
     with EbbBroker(tmp_path / "broker", log_dir=tmp_path, configs={"num.partitions": "3"}) as broker:
         bootstrap = broker.bootstrap
         # --take-ownership: other tests of the session may have applied crds/ with kubectl already.
-        control_plane.helm(
-            "install", "ebb", str(CHART), "--namespace", namespace, "--create-namespace", "--take-ownership",
-            "--set", "broker.enabled=false",
-            "--set", f"operator.defaultCluster.bootstrapServers={bootstrap}",
+        helm_with_hooks(
+            control_plane, "install", "ebb", CHART, namespace,
+            values=(
+                "--set", "broker.enabled=false",
+                "--set", f"operator.defaultCluster.bootstrapServers={bootstrap}",
+            ),
+            flags=("--create-namespace", "--take-ownership"),
+            log_dir=tmp_path,
         )  # fmt: skip
         deployment = control_plane.kubectl_json("get", "deployment", "ebb-operator", "-n", namespace)
         settings = deployment_settings(deployment, namespace, EBB_RESYNC_SECONDS="5")
         assert settings["EBB_DEFAULT_CLUSTER"] == "ebb" and settings["EBB_ALLOW_INLINE_CLUSTERS"] == "false"
         assert "EBB_DEFAULT_BOOTSTRAP_SERVERS" not in settings  # objects name a KafkaCluster, never a host
-        # The chart's default KafkaCluster (a post-install hook): its broker, its namespace granted.
+        # The chart's default KafkaCluster (applied by the post-install hook): its broker, its namespace.
         kc = control_plane.kubectl_json("get", "kafkacluster", "ebb")["spec"]
         assert kc["bootstrapServers"] == bootstrap and kc["access"][0]["namespaces"] == [namespace]
 
@@ -279,17 +290,30 @@ def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPla
     roles = {
         (d["metadata"]["namespace"], d["metadata"]["name"]): d["rules"] for d in docs if d["kind"] == "Role"
     }
+    # The hook Jobs' own rules exist only while they run (Helm deletes them once they succeeded).
     credentials = [*rbac.OWN_NAMESPACE_RULES, *rbac.WEBHOOK_CERTIFICATE_RULES]
     assert roles == {
         ("ebb", "ebb-operator-credentials"): credentials,
         ("ebb", "ebb-operator-leader-election"): rbac.LEADER_ELECTION_RULES,
+        ("ebb", "ebb-install"): rbac.INSTALL_HOOK_NAMESPACE_RULES,
     }
     with_cert_manager = render("--set", "operator.webhook.certManager.enabled=true")
     assert operator_role(with_cert_manager)["rules"] == rbac.RULES
-    tenant = {
+    hooks = {
         d["metadata"]["name"]: d
         for d in docs
         if d["kind"] == "ClusterRole" and d["metadata"]["name"] != "ebb-operator"
+    }
+    assert hooks["ebb-install"]["rules"] == rbac.INSTALL_HOOK_CLUSTER_RULES
+    assert hooks["ebb-uninstall"]["rules"] == rbac.UNINSTALL_HOOK_RULES
+    for name in ("ebb-install", "ebb-uninstall"):
+        policy = hooks[name]["metadata"]["annotations"]["helm.sh/hook-delete-policy"]
+        assert "hook-succeeded" in policy.split(","), name
+    tenant = {
+        d["metadata"]["name"]: d
+        for d in docs
+        if d["kind"] == "ClusterRole"
+        and d["metadata"]["name"] not in ("ebb-operator", "ebb-install", "ebb-uninstall")
     }
     assert (
         tenant["ebb-edit"]["rules"] == rbac.TENANT_EDIT_RULES

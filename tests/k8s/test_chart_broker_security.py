@@ -1,7 +1,8 @@
-"""The chart's broker is SASL_SSL by default: the CA, certificate and admin password it generates at install
-are kept by an upgrade, and a broker started with exactly the rendered arguments (the kubelet's $(VAR)
-expansion done here) serves a client that uses the default KafkaCluster's credentials Secret.
-No kubelet runs pods on this tier: the broker is a local process with the pod's arguments."""
+"""The chart's broker is SASL_SSL by default: the CA, certificate and admin password its install hook makes
+are kept by an upgrade (no template renders them: they are in no release manifest), and a broker started
+with exactly the rendered arguments (the kubelet's $(VAR) expansion done here) serves a client that uses
+the default KafkaCluster's credentials Secret. No kubelet runs pods on this tier: the broker is a local
+process with the pod's arguments, the hook Jobs' commands local processes (harness.chart_hooks)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from harness.chart_hooks import helm_with_hooks, hooks, run, uninstall_with_hooks
 from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
 from tests.compat.clients import CLIENTS, Security
@@ -34,10 +36,12 @@ def test_generated_credentials_survive_an_upgrade_and_serve_sasl_ssl(
 ) -> None:
     namespace = "chart-broker-security"
     # No operator runs here: without one to serve it, the webhook would refuse every tenant object.
-    install = ("--namespace", namespace, "--take-ownership", "--set", "crds.enabled=false",
-               "--set", "operator.webhook.enabled=false")  # fmt: skip
+    values = ("--set", "crds.enabled=false", "--set", "operator.webhook.enabled=false")
     control_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CHART.parents[1] / "crds"))
-    control_plane.helm("install", "sec", str(CHART), "--create-namespace", *install)
+    flags = ("--create-namespace", "--take-ownership")
+    helm_with_hooks(
+        control_plane, "install", "sec", CHART, namespace, values=values, flags=flags, log_dir=tmp_path
+    )
     tls = _secret(control_plane, namespace, "sec-ebb-broker-tls")
     admin = _secret(control_plane, namespace, "sec-ebb-broker-admin")
     client = _secret(control_plane, namespace, "sec-ebb-broker-client")
@@ -50,12 +54,16 @@ def test_generated_credentials_survive_an_upgrade_and_serve_sasl_ssl(
     assert peers[0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "operator"
     assert peers[2]["podSelector"]["matchLabels"] == {"ebb.dev/kafka-client": "true"}
 
-    control_plane.helm("upgrade", "sec", str(CHART), *install)
+    uid = control_plane.kubectl_json("get", "kafkacluster", "ebb")["metadata"]["uid"]
+    helm_with_hooks(control_plane, "upgrade", "sec", CHART, namespace, values=values, log_dir=tmp_path)
     assert _secret(control_plane, namespace, "sec-ebb-broker-tls") == tls
     assert _secret(control_plane, namespace, "sec-ebb-broker-admin") == admin
+    assert _secret(control_plane, namespace, "sec-ebb-broker-client") == client
+    assert control_plane.kubectl_json("get", "kafkacluster", "ebb")["metadata"]["uid"] == uid
 
     # The pod's arguments, with the Secrets the kubelet would expand into them.
     rendered = control_plane.helm("get", "manifest", "sec", "--namespace", namespace).stdout
+    assert "kind: Secret" not in rendered  # made by the hook, so no upgrade or uninstall deletes them
     env = {
         "TLS_CERT": tls["tls.crt"],
         "TLS_KEY": tls["tls.key"],
@@ -92,4 +100,49 @@ def test_generated_credentials_survive_an_upgrade_and_serve_sasl_ssl(
         c.create_topic("chart-secured")
         c.produce("chart-secured", [(None, b"with the chart's credentials")])
         assert [r.value for r in c.consume("chart-secured", 1)] == [b"with the chart's credentials"]
-    control_plane.helm("uninstall", "sec", "--namespace", namespace)
+    uninstall_with_hooks(control_plane, "sec", namespace, log_dir=tmp_path)
+
+
+def test_with_cert_manager_the_hook_makes_the_issuers_ca_and_the_client_trusts_what_it_signs(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """broker.security.certManager: the pre-install hook makes the CA the chart's Issuer signs with (once),
+    and the post-install hook waits for the broker's certificate and gives the operator its CA. No
+    cert-manager runs here: its CA Issuer's part (sign with the CA Secret, write the TLS Secret with
+    ca.crt) is played by this test, with the same material the hook uses."""
+    from ebb_operator.install import material
+
+    namespace = "chart-cert-manager"
+    control_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CHART.parents[1] / "crds"))
+    control_plane.kubectl("create", "namespace", namespace)
+    values = ("--set", "broker.security.certManager.enabled=true", "--set", "operator.defaultCluster.name=cm")
+    rendered = control_plane.helm("template", "cm", str(CHART), "--namespace", namespace, *values).stdout
+    (certificate,) = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "Certificate"]
+    assert certificate["spec"]["issuerRef"] == {
+        "name": "cm-ebb-broker-ca",
+        "kind": "Issuer",
+        "group": "cert-manager.io",
+    }
+    assert certificate["spec"]["secretName"] == "cm-ebb-broker-tls"
+
+    run(control_plane, hooks(rendered, "pre-install"), namespace, tmp_path)
+    ca_secret = _secret(control_plane, namespace, "cm-ebb-broker-ca")
+    assert "cm-ebb-broker-tls" not in control_plane.kubectl("get", "secrets", "-n", namespace).stdout
+    run(control_plane, hooks(rendered, "pre-install"), namespace, tmp_path)  # a second run changes nothing
+    assert _secret(control_plane, namespace, "cm-ebb-broker-ca") == ca_secret
+
+    ca = material.KeyPair(ca_secret["tls.crt"], ca_secret["tls.key"])
+    issued = material.server_certificate(
+        ca, "cm-ebb-broker", certificate["spec"]["dnsNames"], ["127.0.0.1"], 1
+    )
+    control_plane.kubectl(
+        "create", "secret", "generic", "cm-ebb-broker-tls", "-n", namespace,
+        f"--from-literal=tls.crt={issued.cert}", f"--from-literal=tls.key={issued.key}",
+        f"--from-literal=ca.crt={ca.cert}",
+    )  # fmt: skip
+    run(control_plane, hooks(rendered, "post-install"), namespace, tmp_path)
+    client = _secret(control_plane, namespace, "cm-ebb-broker-client")
+    assert client["ssl.ca.pem"] == ca.cert
+    assert client["sasl.password"] == _secret(control_plane, namespace, "cm-ebb-broker-admin")["password"]
+    kc = control_plane.kubectl_json("get", "kafkacluster", "cm")["spec"]
+    assert kc["credentials"]["secretRef"]["name"] == "cm-ebb-broker-client"

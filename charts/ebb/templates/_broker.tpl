@@ -20,7 +20,7 @@ app.kubernetes.io/component: broker
 {{- end }}
 
 {{- define "ebb.broker.image" -}}
-{{- include "ebb.image" (dict "image" .Values.broker.image "appVersion" .Chart.AppVersion) }}
+{{- include "ebb.image" (dict "image" .Values.broker.image "appVersion" .Chart.AppVersion "registry" .Values.image.registry) }}
 {{- end }}
 
 {{/* The pod's stable DNS name; $(POD_NAME) is expanded by the kubelet from the container's env. */}}

@@ -29,6 +29,19 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
+{{/* [registry/]repository:tag[@digest]; the tag defaults to the chart's appVersion. */}}
 {{- define "ebb.image" -}}
-{{- printf "%s:%s" .image.repository (default .appVersion .image.tag) }}
+{{- $ref := printf "%s:%s" .image.repository (default .appVersion .image.tag) }}
+{{- with .registry }}{{ $ref = printf "%s/%s" (trimSuffix "/" .) $ref }}{{ end }}
+{{- with .image.digest }}{{ $ref = printf "%s@%s" $ref . }}{{ end }}
+{{- $ref }}
+{{- end }}
+
+{{/* imagePullSecrets of a pod: the chart-wide ones, then the component's (`list` the component's). */}}
+{{- define "ebb.imagePullSecrets" -}}
+{{- $secrets := concat .root.Values.imagePullSecrets .own }}
+{{- with $secrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}

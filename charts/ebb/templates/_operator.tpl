@@ -24,7 +24,7 @@ app.kubernetes.io/component: operator
 {{- end }}
 
 {{- define "ebb.operator.image" -}}
-{{- include "ebb.image" (dict "image" .Values.operator.image "appVersion" .Chart.AppVersion) }}
+{{- include "ebb.image" (dict "image" .Values.operator.image "appVersion" .Chart.AppVersion "registry" .Values.image.registry) }}
 {{- end }}
 
 {{/* bootstrap.servers of the chart's default KafkaCluster: the value, else the chart's broker, else empty. */}}

@@ -14,6 +14,7 @@ from typing import Any
 import kopf
 
 from ebb_operator import kube, metrics
+from ebb_operator.handlers import lifetime
 from ebb_operator.handlers.retention.history import forget_runs, sweep
 from ebb_operator.handlers.retention.runner import PolicyRunner
 from ebb_operator.handlers.runtime import Runtime, runtime
@@ -23,27 +24,46 @@ from ebb_operator.models.retention_policy import CRD, RunOutcome
 log = logging.getLogger(__name__)
 
 
-@kopf.daemon(GROUP, VERSION, CRD.plural, id="retentionpolicy-runner", cancellation_timeout=30)
+@kopf.daemon(
+    GROUP,
+    VERSION,
+    CRD.plural,
+    id="retentionpolicy-runner",
+    cancellation_timeout=30,
+    when=lifetime.alive(CRD),
+)
 async def retentionpolicy_runner(
     body: kopf.Body, stopped: kopf.DaemonStopped, memo: kopf.Memo, **_: Any
 ) -> None:
     """The policy's run loop: one daemon per policy is what makes its runs one at a time. A run the
     operator's restart interrupts is resumed by the next operator; one the policy's deletion interrupts
-    goes (whichever ends last of this daemon and the deletion handler below deletes what the run made)."""
+    goes: kopf stops the daemon once the policy has left the API server (handlers/lifetime.py), and
+    whichever ends last of this daemon and the deletion handler below deletes what the run made."""
     rt = runtime(memo)
     try:
         await PolicyRunner(rt, body).loop(stopped)
     finally:
-        if stopped.reason is not None and kopf.DaemonStoppingReason.RESOURCE_DELETED in stopped.reason:
-            with contextlib.suppress(kube.KubeApiError):
-                await asyncio.to_thread(forget_runs, rt.settings.job_namespace, str(body.metadata.uid))
+        if stopped.reason is not None and stopped.reason & _GONE:
+            await asyncio.to_thread(
+                forget, body.metadata.namespace, body.metadata.name or "", str(body.metadata.uid), rt
+            )
+
+
+# Without a finalizer, a deleted policy's daemon is stopped because it no longer matches its `when=`
+# (lifetime.alive) rather than by a deletionTimestamp.
+_GONE = kopf.DaemonStoppingReason.RESOURCE_DELETED | kopf.DaemonStoppingReason.FILTERS_MISMATCH
 
 
 @kopf.on.delete(GROUP, VERSION, CRD.plural, id="retentionpolicy-forget", optional=True)
 def retentionpolicy_forget(namespace: str | None, name: str, uid: str, memo: kopf.Memo, **_: Any) -> None:
+    """When kopf sees the deletion (the policy had another finalizer): the same as the daemon's end."""
+    forget(namespace, name, uid, runtime(memo))
+
+
+def forget(namespace: str | None, name: str, uid: str, rt: Runtime) -> None:
     """Drop the policy's metric series and its runs in the jobs namespace (its DeleteRecords go with it
-    through ownerReferences; its runs cannot have it as owner). Best effort, without a finalizer of its
-    own: what a missed deletion leaves behind, the sweep below deletes."""
+    through ownerReferences; its runs cannot have it as owner). Best effort: what a missed deletion leaves
+    behind, the sweep below deletes."""
     for gauge in (metrics.POLICY_RECLAIMABLE_BYTES, metrics.POLICY_HELD_PARTITIONS):
         with contextlib.suppress(KeyError):
             gauge.remove(namespace, name)
@@ -52,7 +72,7 @@ def retentionpolicy_forget(namespace: str | None, name: str, uid: str, memo: kop
             metrics.POLICY_RUNS.remove(namespace, name, outcome.value)
     metrics.set_held_by_group(namespace or "", name, {})
     try:
-        forget_runs(runtime(memo).settings.job_namespace, uid)
+        forget_runs(rt.settings.job_namespace, uid)
     except kube.KubeApiError as exc:
         log.warning("%s/%s deleted: its runs stay until the next sweep: %s", namespace, name, exc)
 

@@ -6,13 +6,16 @@ the handlers write mid-way (a DeleteRecords' plan before it deletes), hence a wr
 
 A failure's Warning Event is posted once per generation and reason: a refused CompactionConfig resyncs
 every minute and a waiting DeleteRecords retries with a backoff, and neither repeats itself in
-`kubectl get events` (the Ready condition and the failure metric still reflect every attempt).
+`kubectl get events` (the Ready condition and the failure metric still reflect every attempt). What was
+posted is remembered by the process, per object, because a reconcile may start from a body whose status
+does not show yet what the previous one wrote (a new leader may say it once more).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -28,6 +31,17 @@ from ebb_operator.models.validation import explain
 
 S = TypeVar("S", bound=Status)
 log = logging.getLogger(__name__)
+
+_REMEMBERED_OBJECTS = 10_000  # objects whose posted Warnings are remembered, the least recent forgotten
+_warned: OrderedDict[str, set[tuple[int, str]]] = OrderedDict()  # uid -> (generation, reason) posted
+
+
+def _warnings_posted(uid: str) -> set[tuple[int, str]]:
+    posted = _warned.pop(uid, set())
+    _warned[uid] = posted
+    while len(_warned) > _REMEMBERED_OBJECTS:
+        _warned.popitem(last=False)
+    return posted
 
 
 class StatusWriter(Generic[S]):
@@ -46,7 +60,7 @@ class StatusWriter(Generic[S]):
         self.ref = kube.ObjectRef(resource, body.metadata.namespace or "", body.metadata.name or "")
         self.status = status
         self._render = render or (lambda s: s.to_k8s())
-        self._warned: set[tuple[int, str]] = set()  # (generation, reason) of the Warnings this writer posted
+        self._warned = _warnings_posted(str(body.metadata.uid or self.ref))
 
     @property
     def generation(self) -> int:
@@ -67,10 +81,18 @@ class StatusWriter(Generic[S]):
             self.generation,
         )
         self.status.observed_generation = self.generation
-        await asyncio.to_thread(kube.patch_status, self.ref, self._render(self.status))
+        try:
+            await asyncio.to_thread(kube.patch_status, self.ref, self._render(self.status))
+        except kube.NotFoundError as exc:
+            if not exc.object_missing:
+                raise  # its CRD is being updated: kopf retries
+            # Deleted while it was being handled: nothing more is done for it (a DeleteRecords whose plan
+            # cannot be recorded deletes nothing), and kopf does not retry.
+            gone = f"{self.kind} {self.ref.namespace}/{self.ref.name} was deleted"
+            raise kopf.PermanentError(gone) from None
 
     def _said(self, reason: Reason) -> bool:
-        """Was this failure already posted for this generation (by this writer, or as the Ready condition
+        """Was this failure already posted for this generation (by this process, or as the Ready condition
         a previous reconcile left)?"""
         ready = find_condition(self.status.conditions, "Ready")
         shown = (
@@ -89,9 +111,9 @@ class StatusWriter(Generic[S]):
         if reason is Reason.INTERNAL_ERROR:
             log.exception("%s %s/%s: unexpected error", self.kind, self.ref.namespace, self.ref.name)
         said = self._said(reason)
+        self._warned.add((self.generation, reason))  # before the write: a concurrent handler sees it
         await self.write(ConditionStatus.FALSE, reason, message)
         if not said:
             kopf.warn(self.body, reason=reason, message=bounded(message, EVENT_MESSAGE))
-            self._warned.add((self.generation, reason))
         metrics.FAILURES.labels(self.kind, reason).inc()
         return reason

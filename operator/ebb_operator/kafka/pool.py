@@ -1,6 +1,7 @@
 """One admin client per cluster, reused across reconciles (a client per reconcile opened over 1,000
 connections in an 8-minute test run). Calls on one client are serialised; clients unused for
-`idle_seconds` are closed on a later call, so a cluster no object names any more holds no connection."""
+`idle_seconds` are closed on a later call, so a cluster no object names any more holds no connection; a
+client whose brokers are unreachable is closed at once, so the next call starts from the bootstrap."""
 
 from __future__ import annotations
 
@@ -11,10 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from kafka.errors import KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError
+
 from ebb_operator.kafka.admin import ClusterAdmin
 from ebb_operator.kafka.connection import ClusterConnection
 
 T = TypeVar("T")
+# A client that lost its brokers: kafka-python keeps their addresses from its last metadata and, after a
+# broker pod restarted with a new address, can go on failing with these (EHOSTUNREACH, "No node_id
+# provided") long after the broker is back. Such a client is closed and the next call bootstraps anew.
+_LOST = (KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError)
 
 
 @dataclass
@@ -57,6 +64,10 @@ class AdminPool:
                     self.created += 1
                 try:
                     return fn(entry.admin)
+                except _LOST:
+                    entry.admin.close()
+                    entry.admin = None
+                    raise
                 finally:
                     entry.last_used = self._clock()
                     self.close_idle()

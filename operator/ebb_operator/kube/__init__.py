@@ -24,16 +24,19 @@ from ebb_operator.kube.core import (
     delete_labelled,
     namespace_labels,
     patch_config_map_data,
+    patch_secret,
     read_config_map_data,
     read_secret,
     upsert_config_map,
 )
 from ebb_operator.kube.custom_objects import (
+    apply_object,
     create_object,
     delete_object,
     delete_objects,
     get_object,
     list_objects,
+    patch_object,
     patch_status,
 )
 from ebb_operator.kube.errors import AlreadyExistsError, ForbiddenError, KubeApiError, NotFoundError
@@ -67,6 +70,7 @@ __all__ = [
     "ObjectRef",
     "Resource",
     "api_client",
+    "apply_object",
     "apply_webhook_configuration",
     "config_map_labels",
     "create_config_map",
@@ -83,6 +87,8 @@ __all__ = [
     "namespace_labels",
     "owner_reference",
     "patch_config_map_data",
+    "patch_object",
+    "patch_secret",
     "patch_status",
     "post_event",
     "read_config_map_data",

@@ -26,11 +26,35 @@ def read_secret(namespace: str, name: str) -> dict[str, str]:
 
 
 @translated
-def create_secret(namespace: str, name: str, data: dict[str, str], labels: dict[str, str]) -> None:
+def create_secret(
+    namespace: str,
+    name: str,
+    data: dict[str, str],
+    labels: dict[str, str],
+    *,
+    secret_type: str = "Opaque",
+) -> None:
     meta = client.V1ObjectMeta(name=name, namespace=namespace, labels=labels)
     _core().create_namespaced_secret(
-        namespace, client.V1Secret(metadata=meta, type="Opaque", string_data=data)
+        namespace, client.V1Secret(metadata=meta, type=secret_type, string_data=data)
     )
+
+
+@translated
+def patch_secret(
+    namespace: str,
+    name: str,
+    *,
+    data: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> None:
+    """Merge-patch a Secret: these data keys (others stay), these annotations."""
+    body: dict[str, Any] = {}
+    if data is not None:
+        body["stringData"] = data
+    if annotations is not None:
+        body["metadata"] = {"annotations": annotations}
+    _core().patch_namespaced_secret(name, namespace, body)
 
 
 @translated

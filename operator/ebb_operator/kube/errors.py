@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import wraps
 from typing import ParamSpec, TypeVar
@@ -13,20 +14,28 @@ T = TypeVar("T")
 
 
 class KubeApiError(Exception):
-    """The API server refused or could not be reached; `status` is the HTTP status (0: no answer)."""
+    """The API server refused or could not be reached; `status` is the HTTP status (0: no answer), `name`
+    the object its answer names (the Status' details), if any."""
 
-    def __init__(self, status: int, reason: str) -> None:
+    def __init__(self, status: int, reason: str, name: str | None = None) -> None:
         super().__init__(f"{status} {reason}".strip())
         self.status = status
         self.reason = reason
+        self.name = name
 
 
 class NotFoundError(KubeApiError):
     """404: the object (or its kind) does not exist."""
 
+    @property
+    def object_missing(self) -> bool:
+        """The object is gone, not its kind's endpoint: the API server answers 404 for a custom resource's
+        requests for a moment while its CRD is updated (an upgrade's), without naming an object."""
+        return self.name is not None
+
 
 class AlreadyExistsError(KubeApiError):
-    """409 on create: an object of that name exists."""
+    """409: on create, an object of that name exists; on a conditional patch, the object changed meanwhile."""
 
 
 class ForbiddenError(KubeApiError):
@@ -34,6 +43,16 @@ class ForbiddenError(KubeApiError):
 
 
 _BY_STATUS: dict[int, type[KubeApiError]] = {404: NotFoundError, 409: AlreadyExistsError, 403: ForbiddenError}
+
+
+def _named(exc: ApiException) -> str | None:
+    """The object a Status answer names in its details (absent when its resource was not found)."""
+    try:
+        details = json.loads(exc.body or "{}").get("details") or {}
+    except (ValueError, AttributeError):
+        return None
+    name = details.get("name") if isinstance(details, dict) else None
+    return str(name) if name else None
 
 
 def translated(fn: Callable[P, T]) -> Callable[P, T]:
@@ -45,6 +64,6 @@ def translated(fn: Callable[P, T]) -> Callable[P, T]:
             return fn(*args, **kwargs)
         except ApiException as exc:
             status = int(exc.status or 0)
-            raise _BY_STATUS.get(status, KubeApiError)(status, str(exc.reason or "")) from exc
+            raise _BY_STATUS.get(status, KubeApiError)(status, str(exc.reason or ""), _named(exc)) from exc
 
     return call

@@ -10,24 +10,22 @@ replica must issue something new:
 - the CA lives CA_DAYS and is replaced once RENEW_CA_DAYS remain; the bundle then trusts the old CA as
   well until it expires, so a replica still serving a certificate of the old CA is trusted meanwhile.
 
-ECDSA P-256 keys: what the API server accepts, and fast to make.
+The certificates themselves are ebb_operator.pki's (ECDSA P-256: what the API server accepts, and fast
+to make).
 """
 
 from __future__ import annotations
 
 import datetime
-import ipaddress
 from dataclasses import dataclass
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from ebb_operator import pki
 
 CA_DAYS, RENEW_CA_DAYS = 3650, 365
 LEAF_DAYS, RENEW_LEAF_DAYS = 90, 30
-# Certificates start this far in the past: clocks of the API server and the operator's node may differ.
-_BACKDATE = datetime.timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -60,80 +58,14 @@ class Certificates:
         return x509.load_pem_x509_certificate(self.cert.encode())
 
 
-# A CA signs certificates and nothing else.
-_CA_USAGE = x509.KeyUsage(
-    digital_signature=False,
-    content_commitment=False,
-    key_encipherment=False,
-    data_encipherment=False,
-    key_agreement=False,
-    key_cert_sign=True,
-    crl_sign=True,
-    encipher_only=False,
-    decipher_only=False,
-)
-
-
-def _key() -> ec.EllipticCurvePrivateKey:
-    return ec.generate_private_key(ec.SECP256R1())
-
-
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> str:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-
-
-def _pem(cert: x509.Certificate) -> str:
-    return cert.public_bytes(serialization.Encoding.PEM).decode()
-
-
-def _san(host: str) -> x509.GeneralName:
-    try:
-        return x509.IPAddress(ipaddress.ip_address(host))
-    except ValueError:
-        return x509.DNSName(host)
-
-
-def _builder(
-    subject: str, issuer: x509.Name | None, now: datetime.datetime, days: int
-) -> x509.CertificateBuilder:
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
-    return (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(issuer or name)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(now + datetime.timedelta(days=days))
-    )
-
-
 def _authority(now: datetime.datetime) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    key = _key()
-    cert = (
-        _builder("ebb-operator webhook CA", None, now, CA_DAYS)
-        .public_key(key.public_key())
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(_CA_USAGE, critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    return cert, key
+    return pki.authority("ebb-operator webhook CA", now, CA_DAYS)
 
 
 def _serving(
     hosts: list[str], ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, now: datetime.datetime
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    key = _key()
-    cert = (
-        _builder(hosts[0], ca.subject, now, LEAF_DAYS)
-        .public_key(key.public_key())
-        .add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    return cert, key
+    return pki.serving(hosts[0], hosts, ca, ca_key, now, LEAF_DAYS)
 
 
 def _names(cert: x509.Certificate) -> set[str]:
@@ -158,13 +90,15 @@ def renew(current: Certificates | None, hosts: list[str], now: datetime.datetime
         if ca_good and leaf_good:
             return None
         if ca_good:
-            ca_key = serialization.load_pem_private_key(current.ca_key.encode(), None)
-            assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
-            cert, key = _serving(hosts, ca, ca_key, now)
-            return Certificates(_trusted([ca], current, now), current.ca_key, _pem(cert), _pem_key(key))
+            cert, key = _serving(hosts, ca, pki.load_key(current.ca_key), now)
+            return Certificates(
+                _trusted([ca], current, now), current.ca_key, pki.cert_pem(cert), pki.key_pem(key)
+            )
     ca, ca_key = _authority(now)
     cert, key = _serving(hosts, ca, ca_key, now)
-    return Certificates(_trusted([ca], current, now), _pem_key(ca_key), _pem(cert), _pem_key(key))
+    return Certificates(
+        _trusted([ca], current, now), pki.key_pem(ca_key), pki.cert_pem(cert), pki.key_pem(key)
+    )
 
 
 def _trusted(first: list[x509.Certificate], current: Certificates | None, now: datetime.datetime) -> str:
@@ -172,4 +106,4 @@ def _trusted(first: list[x509.Certificate], current: Certificates | None, now: d
     its predecessor trusted until the certificates it signed are gone)."""
     previous = x509.load_pem_x509_certificates(current.ca_bundle.encode()) if current else []
     kept = [c for c in previous if _left(c, now) > datetime.timedelta(0) and c not in first]
-    return "".join(_pem(c) for c in [*first, *kept])
+    return "".join(pki.cert_pem(c) for c in [*first, *kept])

@@ -2,13 +2,14 @@
 advertised name resolves: `python kafka_client.py COMMAND ...`, one JSON object per output line.
 
 - create-topics NAME:PARTITIONS...
-- produce TOPIC COUNT [--prefix P] [--interval S] [--age-ms MS] [--spread N]: acks=all, timestamps MS
-  in the past, record i to partition i % N (else the default partitioner); one line per acknowledged record
-  ({"partition", "offset", "value"}) or per failed one ({"error", "value"}); then {"done": N}
+- produce TOPIC COUNT [--prefix P] [--interval S] [--age-ms MS] [--spread N] [--stop-file F]: acks=all,
+  timestamps MS in the past, record i to partition i % N (else the default partitioner), up to COUNT records
+  or until file F exists; one line per acknowledged record ({"partition", "offset", "value"}) or per failed
+  one ({"error", "value"}); then {"done": N}
 - read TOPIC: every record from the log start of each partition ({"partition", "offset", "value"})
 - read-group TOPIC GROUP: a group member that reads on forever from the group's committed offsets (the
   log start for a new group), committing after each poll; one line per record, {"error": ...} for
-  anything that goes wrong
+  anything that goes wrong (it carries on: a failed commit means those records are read again)
 - commit TOPIC GROUP PARTITION:OFFSET...
 - log-start TOPIC: {"partition": log start offset}
 - describe-topic-configs TOPIC: the topic's configs
@@ -64,7 +65,11 @@ def create_topics(specs: list[str]) -> None:
     admin.close()
 
 
-def produce(topic: str, count: int, prefix: str, interval: float, age_ms: int, spread: int) -> None:
+def produce(
+    topic: str, count: int, prefix: str, interval: float, age_ms: int, spread: int, stop_file: str
+) -> None:
+    import os
+
     from kafka import KafkaProducer
 
     producer = KafkaProducer(
@@ -79,6 +84,8 @@ def produce(topic: str, count: int, prefix: str, interval: float, age_ms: int, s
     )
     acked = 0
     for i in range(count):
+        if stop_file and os.path.exists(stop_file):
+            break
         value = f"{prefix}{i}"
         try:
             timestamp = int(time.time() * 1000) - age_ms + i
@@ -143,7 +150,11 @@ def read_group(topic: str, group: str) -> None:
             for r in records:
                 out({"partition": r.partition, "offset": r.offset, "value": r.value.decode()})
         if batches:
-            consumer.commit()
+            try:
+                consumer.commit()
+            except Exception as exc:  # a broker restart: these records come again from the last commit
+                out({"error": repr(exc)})
+                continue
             out({"committed": {str(tp.partition): consumer.position(tp) for tp in batches}})
 
 
@@ -193,6 +204,7 @@ def main(argv: list[str]) -> None:
             float(options.get("--interval", "0")),
             int(options.get("--age-ms", "0")),
             int(options.get("--spread", "0")),
+            options.get("--stop-file", ""),
         )
     elif command == "read":
         read(args[0])

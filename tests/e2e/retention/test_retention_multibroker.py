@@ -373,8 +373,10 @@ def test_a_retention_policy_reading_consumer_offsets_waits_for_a_frozen_follower
     bootstrap = ",".join(f"{n.host}:{n.port}" for n in (cluster.node(a), cluster.node(b)))
     # A frozen node answers nothing: each request the operator's admin client happens to send it (Metadata
     # to the least loaded node, DescribeLogDirs for bytesBefore) costs the request timeout, shortened here
-    # so the cut meets the frozen follower well within its broker session.
-    op = start_operator(bootstrap, EBB_KAFKA_REQUEST_TIMEOUT_SECONDS="6")
+    # so the cut meets the frozen follower well within its broker session. The operator is stopped on
+    # purpose below, longer than its Lease's renew deadline: a leader that cannot renew rightly stops
+    # acting and exits (leader election, tested on its own); this single replica runs without it.
+    op = start_operator(bootstrap, EBB_KAFKA_REQUEST_TIMEOUT_SECONDS="6", EBB_LEADER_ELECTION="false")
     _apply(cp, ns, "RetentionPolicy", "co", {
         "cluster": {"bootstrapServers": bootstrap},
         "topics": {"include": [topic]},

@@ -114,7 +114,7 @@ def test_an_empty_match_and_a_failing_run_say_so(
     assert last["outcome"] == "Failed" and _status(broken)["lastCompletedRun"] == last
     assert f"KafkaCluster {missing} does not exist" in last["message"]
     ready = _condition(broken, "Ready")
-    assert (ready["status"], ready["reason"]) == ("False", "ClusterUnreachable")
+    assert (ready["status"], ready["reason"]) == ("False", "ClusterNotFound")
     assert f"KafkaCluster {missing} does not exist" in ready["message"]
     ended = sorted((r for r in runs.values() if r.get("completedAt")), key=lambda r: r["startedAt"])
     assert len(ended) >= 4, runs
@@ -123,14 +123,13 @@ def test_an_empty_match_and_a_failing_run_say_so(
     assert waits[0] >= 1 and waits[1] >= 3 and waits[2] >= 7, waits
 
     events = cp.kubectl_json("get", "events", "-n", ns, "--field-selector", "involvedObject.name=broken")
-    warnings = [e for e in events["items"] if e["type"] == "Warning" and e["reason"] == "ClusterUnreachable"]
+    warnings = [e for e in events["items"] if e["type"] == "Warning" and e["reason"] == "ClusterNotFound"]
     assert warnings and f"KafkaCluster {missing} does not exist" in warnings[0]["message"]
     metrics = _metrics(operator)
     runs_failed = f'ebb_operator_policy_runs_total{{namespace="{ns}",outcome="Failed",policy="broken"}}'
     assert metrics[runs_failed] >= 4
     assert (
-        metrics['ebb_operator_reconcile_failures_total{kind="RetentionPolicy",reason="ClusterUnreachable"}']
-        >= 4
+        metrics['ebb_operator_reconcile_failures_total{kind="RetentionPolicy",reason="ClusterNotFound"}'] >= 4
     )
 
 
@@ -150,7 +149,8 @@ def test_runs_stay_visible_and_empty_groups_are_remembered(
     start_operator: Callable[..., OperatorProcess],
 ) -> None:
     """`gone` (empty, at 10) is counted on the first run, which the operator then remembers; a run 3 s
-    later ignores it (inactiveAfter 3s), and the cut moves up to `keeper` (required, at 30)."""
+    later ignores it (inactiveAfter 3s), and the cut moves up to `keeper` (required, at 30). The second
+    run is started by a spec change, which runs at once rather than after the interval."""
     cp, ns, bootstrap = control_plane, k8s_namespace, operator_ebb_broker.bootstrap
     topic, keeper, gone = unique("open"), unique("keeper"), unique("gone")
     create_topic(bootstrap, topic, 1)
@@ -161,13 +161,14 @@ def test_runs_stay_visible_and_empty_groups_are_remembered(
     assert producer.flush(30) == 0
     commit(bootstrap, keeper, [(topic, 0, 30)])
     commit(bootstrap, gone, [(topic, 0, 10)])
-    apply_policy(cp, ns, "open", {
+    spec = {
         "cluster": {"bootstrapServers": bootstrap},
         "topics": {"include": [topic]},
         "consumers": {"include": [keeper, gone], "required": [keeper], "inactiveAfter": "3s"},
         "consumedRetention": "1h",
-        "schedule": {"interval": "5s"},
-    })  # fmt: skip
+        "schedule": {"interval": "1m"},
+    }  # fmt: skip
+    apply_policy(cp, ns, "open", spec)
     operator = start_operator(bootstrap)
 
     first = _status(_until(cp, ns, "open", _ended()))
@@ -178,10 +179,15 @@ def test_runs_stay_visible_and_empty_groups_are_remembered(
     assert [(g["group"], g["lagRecords"], g["lagBytes"] > 0) for g in entry["limiting"]] == [(gone, 40, True)]
     series = f'namespace="{ns}",policy="open",topic="{topic}"'
     memory = cp.kubectl_json("get", "configmap", "-n", ns, "open-groups")
-    assert gone in json.loads(memory["data"]["emptySince.json"])
+    empty_since_ms = json.loads(memory["data"]["emptySince.json"])[gone]
 
-    # The next run starts at once (a run takes longer than the 5 s interval): while it runs, the last
-    # completed one stays, with its plan.
+    # Once `gone` has been empty for longer than inactiveAfter, a changed spec starts the next run at
+    # once: while it runs, the last completed one stays, with its plan.
+    wait_until(
+        "gone empty for 3 s", lambda: time.time() * 1000 - empty_since_ms, 30, until=lambda ms: ms > 3500
+    )
+    apply_policy(cp, ns, "open", {**spec, "schedule": {"interval": "2m"}})
+
     def next_running(o: dict[str, Any]) -> bool:
         last = _status(o).get("lastRun") or {}
         return last.get("id") != run_id and last.get("outcome") == "Running"

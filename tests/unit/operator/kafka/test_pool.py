@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+from kafka.errors import NodeNotReadyError, UnknownTopicOrPartitionError
+
 from ebb_operator.kafka import AdminPool, ClusterConnection
 
 
@@ -72,3 +75,25 @@ def test_calls_on_one_cluster_are_serialised() -> None:
     for t in [first, *others]:
         t.join(30)
     assert max(overlap) == 1 and len(overlap) == 8
+
+
+def test_a_client_that_lost_its_brokers_is_replaced_and_one_refused_call_keeps_it() -> None:
+    """After a broker restart kafka-python can stay stuck on the old addresses: the next call bootstraps a
+    new client. An error the cluster answered says nothing about the connection, so the client stays."""
+    pool = AdminPool(factory=FakeAdmin)  # type: ignore[arg-type]
+    conn = ClusterConnection.of("a:1")
+    first = pool.run(conn, lambda admin: admin)
+
+    def refused(_: object) -> None:
+        raise UnknownTopicOrPartitionError("no such topic")
+
+    def lost(_: object) -> None:
+        raise NodeNotReadyError("No node_id provided")
+
+    with pytest.raises(UnknownTopicOrPartitionError, match="no such topic"):
+        pool.run(conn, refused)
+    assert pool.run(conn, lambda admin: admin) is first and not first.closed
+    with pytest.raises(NodeNotReadyError, match="No node_id provided"):
+        pool.run(conn, lost)
+    assert first.closed
+    assert pool.run(conn, lambda admin: admin) is not first and pool.created == 2
