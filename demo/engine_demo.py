@@ -59,9 +59,8 @@ def main() -> int:
         print(f"  data directory: {before:,} bytes")
 
         say("DeleteRecords (KIP-107): partition 0 before offset 1200, partition 1 up to the high watermark")
-        for p, offset in ((0, 1200), (1, -1)):
-            low = mgr.get_log(TOPIC, p).delete_records(offset)
-            print(f"  {TOPIC}-{p}: low watermark is now {low}")
+        for (_topic, p), result in mgr.delete_records({(TOPIC, 0): 1200, (TOPIC, 1): -1}).items():
+            print(f"  {TOPIC}-{p}: low watermark is now {getattr(result, 'low_watermark', result)}")
         print("  log-start-offset-checkpoint, written before DeleteRecords returned:")
         checkpoint = (data_dir / "log-start-offset-checkpoint").read_text()
         print("    " + checkpoint.replace("\n", "\n    ").rstrip())

@@ -23,12 +23,12 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from harness.bounded import until
 from harness.child_process import die_with_parent
 from harness.k8s_binaries import cache_dir
 
@@ -191,16 +191,20 @@ def _start_dockerd(client: str) -> tuple[subprocess.Popen[bytes], str, IO[bytes]
         start_new_session=True,
         preexec_fn=die_with_parent,
     )
-    deadline = time.monotonic() + _START_TIMEOUT
-    while not _answers(client, host):
-        if popen.poll() is not None or time.monotonic() > deadline:
-            _stop(popen)
-            tail = log_path.read_text(errors="replace")[-3000:]
-            raise DockerUnavailable(
-                f"dockerd did not answer within {_START_TIMEOUT:.0f} s (exit status {popen.returncode}); "
-                f"end of {log_path}:\n{tail}"
-            )
-        time.sleep(0.5)
+    with contextlib.suppress(TimeoutError):  # answered, or exited: told apart below
+        until(
+            "dockerd answering",
+            lambda: popen.poll() is not None or _answers(client, host),
+            _START_TIMEOUT,
+            0.5,
+        )
+    if popen.poll() is not None or not _answers(client, host):
+        _stop(popen)
+        tail = log_path.read_text(errors="replace")[-3000:]
+        raise DockerUnavailable(
+            f"dockerd did not answer within {_START_TIMEOUT:.0f} s (exit status {popen.returncode}); "
+            f"end of {log_path}:\n{tail}"
+        )
     return popen, host, log
 
 
@@ -216,6 +220,12 @@ def _stop(popen: subprocess.Popen[bytes]) -> None:
             popen.wait()
 
 
+def _locked(lock: IO[str]) -> bool:
+    """Take the exclusive lock now, or BlockingIOError."""
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return True
+
+
 @contextlib.contextmanager
 def docker_engine() -> Iterator[DockerEngine]:
     """A Docker engine for the block: the running one, else a private dockerd stopped afterwards."""
@@ -228,17 +238,12 @@ def docker_engine() -> Iterator[DockerEngine]:
     # One private dockerd per cache at a time (two clones building at once share it): wait, bounded.
     cache_dir().mkdir(parents=True, exist_ok=True)
     with (cache_dir() / "docker.lock").open("w") as lock:
-        deadline = time.monotonic() + _LOCK_TIMEOUT
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise DockerUnavailable(
-                        f"another build has held {cache_dir() / 'docker.lock'} for {_LOCK_TIMEOUT:.0f} s"
-                    ) from None
-                time.sleep(1)
+        try:
+            until("the docker lock", lambda: _locked(lock), _LOCK_TIMEOUT, 1, ignore=(BlockingIOError,))
+        except TimeoutError:
+            raise DockerUnavailable(
+                f"another build has held {cache_dir() / 'docker.lock'} for {_LOCK_TIMEOUT:.0f} s"
+            ) from None
         cgroups_before = set(_docker_cgroups())
         popen, host, log = _start_dockerd(client)
         try:

@@ -15,13 +15,13 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
 from types import TracebackType
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.bounded import until
 from harness.child_process import die_with_parent
 from harness.process_usage import ProcessUsage
 
@@ -65,6 +65,8 @@ class EbbBroker:
         self.listener_ports: dict[str, int] = {}
         self.proc: subprocess.Popen[str] | None = None
         self._log_file: object = None
+        # Reads the process's stdout to its end and closes it (see `_read_stdout`).
+        self._stdout_reader: threading.Thread | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -109,6 +111,7 @@ class EbbBroker:
     def start(self) -> EbbBroker:
         if self.proc is not None and self.proc.poll() is None:
             raise RuntimeError("broker already running")
+        self._reap()  # a process that exited by itself (killed from outside): its pipe and log file
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_path
         log_file = log_path.open("a")
@@ -121,7 +124,17 @@ class EbbBroker:
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             preexec_fn=self._preexec,
         )
-        line = self._read_listening_line()
+        first: list[str] = []
+        got_first = threading.Event()
+        self._stdout_reader = threading.Thread(
+            target=self._read_stdout,
+            args=(self.proc, first, got_first),
+            name="ebb-broker-stdout",
+            daemon=True,
+        )
+        self._stdout_reader.start()
+        got_first.wait(self.start_timeout)
+        line = first[0] if first else None
         m = _LISTENING.search(line or "")
         if m is None:
             self.kill()
@@ -132,8 +145,6 @@ class EbbBroker:
         self.port = int(m.group("port"))
         for lm in _LISTENER.finditer(line or ""):
             self.listener_ports[lm["name"]] = int(lm["port"])
-        # Keep draining stdout so the broker never blocks on a full pipe.
-        threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
         return self
 
     def _preexec(self) -> None:
@@ -142,19 +153,16 @@ class EbbBroker:
         if self.nofile is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
-    def _read_listening_line(self) -> str | None:
-        assert self.proc is not None and self.proc.stdout is not None
-        result: list[str] = []
-        reader = threading.Thread(target=lambda: result.append(self.proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-        reader.start()
-        reader.join(self.start_timeout)
-        return result[0] if result else None
-
     @staticmethod
-    def _drain(proc: subprocess.Popen[str]) -> None:
+    def _read_stdout(proc: subprocess.Popen[str], first: list[str], got_first: threading.Event) -> None:
+        """The first line (the listening line), then the rest drained so the broker never blocks on a full
+        pipe; the pipe is closed at its end (the process exited), by the one thread that reads it."""
         assert proc.stdout is not None
-        for _ in proc.stdout:
-            pass
+        with proc.stdout:
+            first.append(proc.stdout.readline())
+            got_first.set()
+            for _ in proc.stdout:
+                pass
 
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM (clean shutdown: flush, checkpoints, marker); returns the exit code."""
@@ -177,7 +185,11 @@ class EbbBroker:
         self._reap()
 
     def _reap(self) -> int:
+        """After the process exited: its stdout reader done (the pipe closed), its log file closed."""
         code = self.proc.returncode if self.proc is not None else 0
+        if self._stdout_reader is not None:
+            self._stdout_reader.join(10)  # the process is gone: the pipe's end is already there
+            self._stdout_reader = None
         if self._log_file is not None:
             self._log_file.close()  # type: ignore[attr-defined]
             self._log_file = None
@@ -188,16 +200,17 @@ class EbbBroker:
             self.kill()
         else:
             self.stop()
-        deadline = time.monotonic() + 10
-        while True:
+
+        def started() -> EbbBroker | None:
             try:
                 return self.start()
             except BrokerStartError:
                 # The old port may still be in TIME_WAIT for a moment; fall back to any port.
-                if time.monotonic() > deadline:
-                    raise
                 self.port = 0
                 self.listener_ports = {}
+                raise
+
+        return until("the broker started again", started, 10, 0, ignore=(BrokerStartError,))
 
     def metric(self, name: str, **labels: str) -> float:
         """One sample of the broker's Prometheus metrics (0.0 when the series does not exist yet).

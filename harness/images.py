@@ -139,6 +139,7 @@ def ebb_images(
         root / "README.md",
         root / "broker-image" / "ebb_broker",
         root / "operator" / "ebb_operator",
+        root / "formats" / "ebb_formats",
     )
     return {
         "operator": Image(

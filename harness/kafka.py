@@ -9,6 +9,7 @@ process behind.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import shutil
@@ -21,7 +22,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from harness.bounded import until
 from harness.child_process import die_with_parent
 from harness.ports import free_port
 
@@ -127,6 +130,21 @@ def kafka_tool(
             f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
         )
     return proc
+
+
+CONSUMER_OFFSETS_VECTORS = HARNESS / "ConsumerOffsetsVectors.java"
+
+
+def consumer_offsets_vectors(timeout: float = 120) -> dict[str, Any]:
+    """`__consumer_offsets` records written by Apache Kafka's own classes, with the fields its reader
+    reads back (ConsumerOffsetsVectors.java, run from source on the assembled classpath). The unit tests
+    keep a copy (tests/unit/formats/consumer_offsets_vectors.json; `make consumer-offsets-vectors`)."""
+    cmd = java_command(str(CONSUMER_OFFSETS_VECTORS))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise KafkaToolError(f"{CONSUMER_OFFSETS_VECTORS.name} exited {proc.returncode}\n{proc.stderr}")
+    vectors: dict[str, Any] = json.loads(proc.stdout)
+    return vectors
 
 
 def random_cluster_id() -> str:
@@ -255,16 +273,21 @@ def _launch(cmd: list[str], work_dir: Path) -> subprocess.Popen[bytes]:
 
 def _wait_serving(broker: KafkaBroker, deadline: float) -> str:
     """Empty once the broker logged its start and accepts connections, else what went wrong."""
-    while True:
+
+    def serving_or_exited() -> bool:
         if broker.process.poll() is not None:
-            return f"Apache Kafka exited with {broker.process.returncode} while starting"
+            return True
         log = broker.log_file
         started = log.exists() and _STARTED in log.read_text(errors="replace")
-        if started and _serving(broker.host, broker.port):
-            return ""
-        if time.monotonic() > deadline:
-            return "Apache Kafka did not serve in time"
-        time.sleep(0.1)
+        return started and _serving(broker.host, broker.port)
+
+    try:
+        until("Apache Kafka serving", serving_or_exited, max(deadline - time.monotonic(), 0), 0.1)
+    except TimeoutError:
+        return "Apache Kafka did not serve in time"
+    if broker.process.poll() is not None:
+        return f"Apache Kafka exited with {broker.process.returncode} while starting"
+    return ""
 
 
 @contextmanager
@@ -373,3 +396,12 @@ def _start(
     broker.stop()
     stdout_tail = "\n".join(stdout_file.read_text(errors="replace").splitlines()[-20:])
     raise KafkaStartError(f"{problem}\n--- {log_file}\n{broker.log_tail()}\n--- {stdout_file}\n{stdout_tail}")
+
+
+if __name__ == "__main__":
+    # `python -m harness.kafka vectors`: Kafka's `__consumer_offsets` test vectors (the unit tests' copy).
+    import sys
+
+    if sys.argv[1:] != ["vectors"]:
+        raise SystemExit("usage: python -m harness.kafka vectors")
+    print(json.dumps(consumer_offsets_vectors(), indent=2, ensure_ascii=False))

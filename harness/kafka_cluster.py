@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.bounded import until
 from harness.child_process import die_with_parent
 from harness.kafka import (
     BROKER_JVM_OPTS,
@@ -118,15 +119,16 @@ class KafkaNode:
             )
 
     def wait_started(self, deadline: float) -> None:
-        while True:
+        def started() -> bool:
             if self.process is None or self.process.poll() is not None:
                 code = None if self.process is None else self.process.returncode
                 raise KafkaStartError(f"node {self.node_id} exited with {code}\n{self.log_tail()}")
-            if self.log_file.exists() and _STARTED in self.log_file.read_text(errors="replace"):
-                return
-            if time.monotonic() > deadline:
-                raise KafkaStartError(f"node {self.node_id} did not start in time\n{self.log_tail()}")
-            time.sleep(0.1)
+            return self.log_file.exists() and _STARTED in self.log_file.read_text(errors="replace")
+
+        try:
+            until(f"node {self.node_id} started", started, max(deadline - time.monotonic(), 0), 0.1)
+        except TimeoutError:
+            raise KafkaStartError(f"node {self.node_id} did not start in time\n{self.log_tail()}") from None
 
     def start(self, timeout: float = 120) -> None:
         """Start a stopped node again and wait until it serves (up to `broker.session.timeout.ms` after
@@ -182,15 +184,13 @@ class KafkaCluster:
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def with_leader() -> tuple[int, list[int], list[int]] | None:
             md = admin.list_topics(topic, timeout=10).topics[topic]
             p = md.partitions.get(partition) if md.error is None else None
-            if p is not None and p.leader >= 0:
-                return p.leader, list(p.replicas), list(p.isrs)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{topic}-{partition} has no leader")
-            time.sleep(0.2)
+            return (p.leader, list(p.replicas), list(p.isrs)) if p is not None and p.leader >= 0 else None
+
+        return until(f"a leader of {topic}-{partition}", with_leader, timeout, 0.2)
 
     def leader(self, topic: str, partition: int) -> KafkaNode:
         return self.node(self.partition_state(topic, partition)[0])

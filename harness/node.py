@@ -36,6 +36,7 @@ from typing import IO, Any
 
 import yaml
 
+from harness.bounded import until
 from harness.controlplane import CLUSTER_DOMAIN, ControlPlane, NodeMode, running_control_plane
 from harness.images import BuiltImage
 from harness.k8s_binaries import Binaries, cache_dir
@@ -123,25 +124,32 @@ def machine_lock(say: Callable[[str], None]) -> Iterator[int]:
     LOCK_PATH.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(LOCK_PATH, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline = time.monotonic() + _LOCK_TIMEOUT
-        waited = False
-        while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"another node runs on this machine ({LOCK_PATH} is locked): waiting for it")
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if not waited:
-                    say(f"another node runs on this machine ({LOCK_PATH} is locked): waiting for it")
-                    waited = True
-                if time.monotonic() > deadline:
-                    raise NodeError(
-                        f"another node has held {LOCK_PATH} for {_LOCK_TIMEOUT:.0f} s (a cluster tier "
-                        "running in another clone?); try again when it has finished"
-                    ) from None
-                time.sleep(1)
+                until(
+                    "the machine's node lock",
+                    lambda: _locked(fd),
+                    _LOCK_TIMEOUT,
+                    1,
+                    ignore=(BlockingIOError,),
+                )
+            except TimeoutError:
+                raise NodeError(
+                    f"another node has held {LOCK_PATH} for {_LOCK_TIMEOUT:.0f} s (a cluster tier "
+                    "running in another clone?); try again when it has finished"
+                ) from None
         yield fd
     finally:
         os.close(fd)
+
+
+def _locked(fd: int) -> bool:
+    """Take the exclusive lock now, or BlockingIOError."""
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return True
 
 
 class Janitor:
@@ -163,11 +171,16 @@ class Janitor:
             pass_fds=(lock_fd,),  # and holds the machine lock until it has
             cwd=Path(__file__).resolve().parents[1],
         )
-        deadline = time.monotonic() + _JANITOR_TIMEOUT
-        while "ready" not in self.log_path.read_text(errors="replace").splitlines()[-1:]:
-            if self.popen.poll() is not None or time.monotonic() > deadline:
-                raise NodeError(f"the node janitor did not start; {self.log_path}:\n{self.log_tail()}")
-            time.sleep(0.1)
+
+        def ready() -> bool:
+            if self.popen.poll() is not None:
+                raise NodeError(f"the node janitor exited; {self.log_path}:\n{self.log_tail()}")
+            return "ready" in self.log_path.read_text(errors="replace").splitlines()[-1:]
+
+        try:
+            until("the node janitor ready", ready, _JANITOR_TIMEOUT, 0.1)
+        except TimeoutError:
+            raise NodeError(f"the node janitor did not start; {self.log_path}:\n{self.log_tail()}") from None
 
     def log_tail(self) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-20:])
@@ -496,13 +509,15 @@ def _stop_workloads(cluster: Cluster, say: Callable[[str], None]) -> None:
         "delete", "pods", "--all", "--all-namespaces", "--force", "--grace-period=0", "--wait=false",
         check=False, timeout=60,
     )  # fmt: skip
-    deadline = time.monotonic() + _TEARDOWN_TIMEOUT
-    while time.monotonic() < deadline:
+
+    def stopped() -> bool:
         tasks = ctr("tasks", "ls", "-q", timeout=30)
-        if tasks.returncode != 0 or not tasks.stdout.split():
-            return
-        time.sleep(1)
-    say(f"containers still running after {_TEARDOWN_TIMEOUT:.0f} s: the janitor kills them")
+        return tasks.returncode != 0 or not tasks.stdout.split()
+
+    try:
+        until("every container stopped", stopped, _TEARDOWN_TIMEOUT, 1)
+    except TimeoutError:
+        say(f"containers still running after {_TEARDOWN_TIMEOUT:.0f} s: the janitor kills them")
 
 
 @contextlib.contextmanager

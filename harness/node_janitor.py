@@ -33,6 +33,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from harness.bounded import until
+
 SYSCTLS = (
     "net/ipv4/ip_forward",
     "net/ipv4/conf/all/route_localnet",
@@ -172,9 +174,8 @@ def _kill_all(pids: list[int], what: str) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + _KILL_TIMEOUT
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    with contextlib.suppress(TimeoutError):  # what is left is logged below
+        until(f"{what} gone", lambda: not any(_alive(p) for p in pids), _KILL_TIMEOUT, 0.1)
     left = [p for p in pids if _alive(p)]
     if left:
         _log(f"{what}: still alive after SIGKILL: {left}")
@@ -218,21 +219,25 @@ def _cgroup_dirs(root: str) -> list[Path]:
 
 def kill_cgroup_processes(root: str) -> None:
     """Every process in the node's cgroups: the pods' containers."""
-    deadline = time.monotonic() + _KILL_TIMEOUT
-    while time.monotonic() < deadline:
+
+    def emptied() -> bool:
+        """Kill what is in the cgroups now; True once nothing is."""
         pids: set[int] = set()
         for d in _cgroup_dirs(root):
             with contextlib.suppress(OSError):
                 pids.update(int(x) for x in d.joinpath("cgroup.procs").read_text().split())
         pids = {p for p in pids if _alive(p)}
-        if not pids:
-            return
-        _log(f"killing {len(pids)} processes left in the node's cgroups")
+        if pids:
+            _log(f"killing {len(pids)} processes left in the node's cgroups")
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-        time.sleep(0.5)
-    _log("processes still in the node's cgroups after 30 s")
+        return not pids
+
+    try:
+        until("the node's cgroups emptied", emptied, _KILL_TIMEOUT, 0.5)
+    except TimeoutError:
+        _log(f"processes still in the node's cgroups after {_KILL_TIMEOUT:.0f} s")
 
 
 def remove_cgroups(root: str) -> None:

@@ -12,13 +12,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.bounded import until
 from harness.child_process import die_with_parent
 from harness.ports import free_port
 
@@ -121,18 +121,21 @@ def running_operator(
         )
         process = OperatorProcess(popen, log_path, metrics_port, liveness_port)
         try:
-            deadline = time.monotonic() + _START_TIMEOUT
-            while not _live(liveness_port) or (webhook and not _webhook_ready(metrics_port)):
+
+            def serving() -> bool:
                 if popen.poll() is not None:
                     raise OperatorStartError(
                         f"ebb-operator exited ({popen.returncode}):\n{process.log_tail()}"
                     )
-                if time.monotonic() > deadline:
-                    raise OperatorStartError(
-                        f"ebb-operator not live (or its webhook not serving) after {_START_TIMEOUT:.0f}s:\n"
-                        f"{process.log_tail()}"
-                    )
-                time.sleep(0.3)
+                return _live(liveness_port) and (not webhook or _webhook_ready(metrics_port))
+
+            try:
+                until("ebb-operator live (and its webhook serving)", serving, _START_TIMEOUT, 0.3)
+            except TimeoutError:
+                raise OperatorStartError(
+                    f"ebb-operator not live (or its webhook not serving) after {_START_TIMEOUT:.0f}s:\n"
+                    f"{process.log_tail()}"
+                ) from None
             yield process
         finally:
             if popen.poll() is None:

@@ -9,11 +9,11 @@ import contextlib
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from harness.bounded import until
 from harness.child_process import die_with_parent
 
 STOP_TIMEOUT = 10.0
@@ -80,17 +80,21 @@ def wait_for(
     timeout: float,
     error: type[ServerStartError] = ServerStartError,
 ) -> None:
-    """Poll `ready` until it is true; `error` when the process exits first or `timeout` passes."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Poll `ready` until it is true (`harness.bounded.until`); `error` when the process exits first or
+    `timeout` passes."""
+
+    def ready_while_running() -> bool:
         if not process.running():
             raise error(
                 f"{process.name} exited with status {process.popen.returncode} before {what}; "
                 f"end of {process.log_path}:\n{process.log_tail()}"
             )
-        if ready():
-            return
-        time.sleep(0.1)
-    raise error(
-        f"{process.name} not {what} after {timeout:.0f}s; end of {process.log_path}:\n{process.log_tail()}"
-    )
+        return ready()
+
+    try:
+        until(f"{process.name} {what}", ready_while_running, timeout, 0.1)
+    except TimeoutError:
+        tail = process.log_tail()
+        raise error(
+            f"{process.name} not {what} after {timeout:.0f}s; end of {process.log_path}:\n{tail}"
+        ) from None

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import yaml
 
+from harness.bounded import until
 from harness.node import Cluster, NodeError
 from harness.ports import free_port
 from harness.server_process import ServerProcess, wait_for
@@ -60,10 +61,14 @@ def apply_crds(cluster: Cluster) -> None:
     deadline = time.monotonic() + _START_TIMEOUT
     for crd in sorted(p.name.split("_", 1)[1].removesuffix(".yaml") for p in crds.glob("*.yaml")):
         name = f"{crd}.sparkoperator.k8s.io"
-        while cluster.kubectl("get", "crd", name, "-o", f"jsonpath={path}", check=False).stdout != "True":
-            if time.monotonic() > deadline:
-                raise NodeError(f"CRD {name} not Established after {_START_TIMEOUT:.0f} s")
-            time.sleep(0.5)
+
+        def established(name: str = name) -> bool:
+            return cluster.kubectl("get", "crd", name, "-o", f"jsonpath={path}", check=False).stdout == "True"
+
+        try:
+            until(f"CRD {name} Established", established, max(deadline - time.monotonic(), 0), 0.5)
+        except TimeoutError:
+            raise NodeError(f"CRD {name} not Established after {_START_TIMEOUT:.0f} s") from None
 
 
 def _ready(port: int) -> bool:

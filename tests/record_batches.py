@@ -11,7 +11,7 @@ import struct
 
 import google_crc32c
 
-from ebb_broker.log.records import HEADER
+from ebb_formats.record_batch import HEADER
 
 NOW = 1_700_000_000_000
 

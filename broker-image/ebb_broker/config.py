@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from ebb_broker.coordinator.group_coordinator import INT_MAX, GroupCoordinatorConfig
+from ebb_broker.coordinator.group_config import INT_MAX, GroupCoordinatorConfig
 from ebb_broker.coordinator.transaction_coordinator import TransactionCoordinatorConfig
 from ebb_broker.log.errors import InvalidConfigError
 from ebb_broker.log.log_config import (

@@ -98,6 +98,12 @@ class BrokerMetrics:
         self.bytes_in = Counter("ebb_network_bytes_in", "Request bytes received", registry=r)
         self.bytes_out = Counter("ebb_network_bytes_out", "Response bytes sent", registry=r)
         self.connections = Gauge("ebb_connections", "Open client connections", registry=r)
+        self.request_pool_available = Gauge(
+            "ebb_request_pool_available_bytes",
+            "Bytes left for requests being read and handled (queued.max.request.bytes; Kafka's "
+            "MemoryPoolAvailable); negative while one request larger than what was left holds it",
+            registry=r,
+        )
         self.connections_rejected = Counter(
             "ebb_connections_closed_by_broker",
             "Connections the broker refused or closed (max_connections_per_ip, frame_size, bad_request, "

@@ -8,15 +8,15 @@ carrying Kafka's error code, whatever exception type the library raises.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import threading
-import time
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from harness.bounded import close_within
+from harness.bounded import close_within, until
 
 T = TypeVar("T")
 
@@ -162,8 +162,18 @@ class Security:
 PLAINTEXT = Security()
 
 
-def _deadline(timeout: float) -> float:
-    return time.monotonic() + timeout
+def polled(consumer: Any, seconds: float = 0.2) -> Any:
+    """A confluent-kafka consumer after one poll: librdkafka completes its side of a rebalance (and runs
+    its callbacks) inside poll, so a test waiting for an assignment polls while it asks."""
+    consumer.poll(seconds)
+    return consumer
+
+
+def _read_up_to(what: str, step: Callable[[], bool], timeout: float) -> None:
+    """Call ``step`` (one poll, keeping what it read) until it says it has enough or ``timeout`` passes:
+    the caller compares what came with what it expected, so running out of time is not an error here."""
+    with contextlib.suppress(TimeoutError):
+        until(what, step, timeout, interval=0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,7 +244,14 @@ class ConfluentClient:
                 offsets.append(msg.offset())
 
         for key, value in records:
-            p.produce(topic, value=value, key=key, partition=partition, headers=headers, on_delivery=done)
+            p.produce(
+                topic,
+                value=value,
+                key=key,
+                partition=partition,
+                headers=[(k, v) for k, v in headers] if headers else None,
+                on_delivery=done,
+            )
             p.poll(0)
         remaining = p.flush(30)
         if errors:
@@ -263,8 +280,9 @@ class ConfluentClient:
 
         try:
             c.subscribe([topic], on_assign=on_assign)
-            end = _deadline(timeout)
-            while len(out) < count and time.monotonic() < end:
+
+            def read() -> bool:
+                nonlocal produce_after_join, polls_since_join
                 msg = c.poll(0.2)
                 # librdkafka resolves the "latest" position with ListOffsets after the assignment and
                 # exposes no position before the first record: give it a few polls first.
@@ -273,13 +291,15 @@ class ConfluentClient:
                     if polls_since_join >= 10:
                         produce_after_join()
                         produce_after_join = None
-                if msg is None:
-                    continue
-                if msg.error():
+                if msg is not None and msg.error():
                     self._raise(msg.error())
-                out.append(
-                    Rec(msg.partition(), msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ()))
-                )
+                if msg is not None:
+                    out.append(
+                        Rec(msg.partition(), msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ()))
+                    )
+                return len(out) >= count
+
+            _read_up_to(f"{count} records of {topic}", read, timeout)
             return out
         finally:
             close_within(c)
@@ -290,18 +310,21 @@ class ConfluentClient:
         c = self._consumer(None, "error")
         try:
             c.assign([TopicPartition(topic, partition, offset)])
-            end = _deadline(20)
-            while time.monotonic() < end:
+            out: list[Rec] = []
+
+            def read() -> bool:
                 msg = c.poll(0.2)
-                if msg is None:
-                    continue
-                if msg.error():
+                if msg is not None and msg.error():
                     err = msg.error()
                     if "out of range" in err.str().lower():
                         raise BrokerError(OFFSET_OUT_OF_RANGE, err.str())
                     self._raise(err)
-                return [Rec(msg.partition(), msg.offset(), msg.key(), msg.value())]
-            return []
+                if msg is not None:
+                    out.append(Rec(msg.partition(), msg.offset(), msg.key(), msg.value()))
+                return bool(out)
+
+            _read_up_to(f"a record of {topic}-{partition} at {offset}", read, 20)
+            return out
         finally:
             close_within(c)
 
@@ -486,14 +509,15 @@ class KafkaPythonClient:
             if group is None:
                 from kafka import TopicPartition
 
-                end = _deadline(timeout)
-                while not c.partitions_for_topic(topic) and time.monotonic() < end:
-                    time.sleep(0.1)
-                c.assign([TopicPartition(topic, p) for p in sorted(c.partitions_for_topic(topic) or ())])
+                partitions = until(
+                    f"{topic}'s partitions", lambda: c.partitions_for_topic(topic), timeout, 0.1
+                )
+                c.assign([TopicPartition(topic, p) for p in sorted(partitions)])
             else:
                 c.subscribe([topic])
-            end = _deadline(timeout)
-            while len(out) < count and time.monotonic() < end:
+
+            def read() -> bool:
+                nonlocal produce_after_join, out
                 batches = c.poll(200)
                 if produce_after_join is not None and c.assignment():
                     for tp in c.assignment():
@@ -504,6 +528,9 @@ class KafkaPythonClient:
                     out += [
                         Rec(r.partition, r.offset, r.key, r.value, tuple(r.headers or ())) for r in records
                     ]
+                return len(out) >= count
+
+            _read_up_to(f"{count} records of {topic}", read, timeout)
             return out
         finally:
             c.close()
@@ -517,15 +544,19 @@ class KafkaPythonClient:
             tp = TopicPartition(topic, partition)
             c.assign([tp])
             c.seek(tp, offset)
-            end = _deadline(20)
-            while time.monotonic() < end:
+            out: list[Rec] = []
+
+            def read() -> bool:
                 try:
                     batches = c.poll(200)
                 except OffsetOutOfRangeError as exc:
                     raise BrokerError(OFFSET_OUT_OF_RANGE, str(exc)) from exc
-                for records in batches.values():
-                    return [Rec(r.partition, r.offset, r.key, r.value) for r in records]
-            return []
+                for records in list(batches.values())[:1]:
+                    out.extend(Rec(r.partition, r.offset, r.key, r.value) for r in records)
+                return bool(out)
+
+            _read_up_to(f"records of {topic}-{partition} at {offset}", read, 20)
+            return out
         finally:
             c.close()
 
@@ -600,7 +631,7 @@ class KafkaPythonClient:
             [ConfigResource(ConfigResourceType.TOPIC, topic, configs=configs)], raise_on_unknown=False
         )
         for err in _leaves(result):
-            if isinstance(err, Exception) and getattr(err, "errno", 0):
+            if isinstance(err, Exception) and getattr(err, "errno", None):
                 raise self._wrap(err)
             # kafka-python 3 reports a per-resource failure as "[Error 40] InvalidConfigurationError: ..."
             m = re.match(r"\[Error (-?\d+)\]", err) if isinstance(err, str) else None
@@ -767,19 +798,21 @@ class AiokafkaClient:
             out: list[Rec] = []
             pending = produce_after_join
             try:
-                end = _deadline(timeout)
-                while len(out) < count and time.monotonic() < end:
-                    batches = await c.getmany(timeout_ms=200)
-                    if pending is not None and c.assignment():
-                        for tp in c.assignment():
-                            await c.position(tp)
-                        await asyncio.to_thread(pending)
-                        pending = None
-                    for records in batches.values():
-                        out += [
-                            Rec(r.partition, r.offset, r.key, r.value, tuple(r.headers or ()))
-                            for r in records
-                        ]
+                # Bounded by the loop's own timeout; running out of time returns what came, as the others.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(timeout):
+                        while len(out) < count:
+                            batches = await c.getmany(timeout_ms=200)
+                            if pending is not None and c.assignment():
+                                for tp in c.assignment():
+                                    await c.position(tp)
+                                await asyncio.to_thread(pending)
+                                pending = None
+                            for records in batches.values():
+                                out += [
+                                    Rec(r.partition, r.offset, r.key, r.value, tuple(r.headers or ()))
+                                    for r in records
+                                ]
                 return out
             finally:
                 await c.stop()

@@ -65,12 +65,12 @@ def broker_factory(tmp_path: Path) -> Iterator[Callable[..., EbbBroker]]:
 
 
 @pytest.fixture(params=sorted(CLIENTS))
-def client_cls(request: pytest.FixtureRequest) -> type[Client]:
-    return CLIENTS[request.param]  # type: ignore[no-any-return]
+def client_cls(request: pytest.FixtureRequest) -> Callable[[str], Client]:
+    return CLIENTS[request.param]
 
 
 @pytest.fixture
-def client(client_cls: type[Client], broker: EbbBroker) -> Iterator[Client]:
+def client(client_cls: Callable[[str], Client], broker: EbbBroker) -> Iterator[Client]:
     c = client_cls(broker.bootstrap)
     yield c
     c.close()

@@ -91,11 +91,12 @@ def _consume_until_throttled(bootstrap: str, topic: str, client_id: str) -> floa
     )
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
-        deadline = time.monotonic() + 30
-        while not throttles and time.monotonic() < deadline:
+
+        def throttled() -> list[float]:
             consumer.poll(0.2)
-        assert throttles, f"{client_id} read {topic} without being throttled"
-        return throttles[0]
+            return throttles
+
+        return until(f"a throttled fetch of {topic} by {client_id}", throttled, 30, interval=0)[0]
     finally:
         close_within(consumer, what="consumer")
 

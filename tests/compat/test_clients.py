@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
 
+from harness.bounded import until
 from harness.ebb_broker import EbbBroker
-from tests.compat.clients import CLIENTS, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION, BrokerError, Client
+from tests.compat.clients import CLIENTS, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION, BrokerError, Client, Member
 
 INVALID_CONFIG = 40
 
@@ -45,16 +45,16 @@ def test_group_rebalances_between_two_members(client: Client, topic: str) -> Non
     b = None
     try:
         _poll_until(lambda: a.assignment() == {0, 1, 2, 3}, a)
-        b = client.member(group, topic)
+        b = second = client.member(group, topic)
         _poll_until(
             lambda: (
-                a.assignment() | b.assignment() == {0, 1, 2, 3}
-                and not a.assignment() & b.assignment()
+                a.assignment() | second.assignment() == {0, 1, 2, 3}
+                and not a.assignment() & second.assignment()
                 and bool(a.assignment())
-                and bool(b.assignment())
+                and bool(second.assignment())
             ),
             a,
-            b,
+            second,
         )
         b.close()
         b = None
@@ -65,16 +65,18 @@ def test_group_rebalances_between_two_members(client: Client, topic: str) -> Non
             b.close()
 
 
-def _poll_until(cond: Callable[[], bool], *members: object, timeout: float = 45) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
+def _poll_until(cond: Callable[[], bool], *members: Member, timeout: float = 45) -> None:
+    """Poll every member (their rebalances complete inside poll) until ``cond``."""
+
+    def polled() -> bool:
         for m in members:
-            m.poll()  # type: ignore[attr-defined]
-        if cond():
-            return
-    raise AssertionError(
-        f"condition not reached in {timeout}s: " + ", ".join(str(m.assignment()) for m in members)
-    )  # type: ignore[attr-defined]
+            m.poll()
+        return cond()
+
+    try:
+        until("the members' assignments", polled, timeout, interval=0)
+    except TimeoutError as exc:
+        raise AssertionError(f"{exc}: {', '.join(str(m.assignment()) for m in members)}") from None
 
 
 def test_commit_then_fetch_committed_offset(client: Client, topic: str) -> None:

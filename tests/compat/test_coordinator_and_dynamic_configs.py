@@ -43,8 +43,8 @@ from kafka.admin import ConfigResource as KafkaConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 from kafka.protocol.admin import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 
-from ebb_broker.coordinator.offsets_records import GroupKey, OffsetKey, decode_key, partition_for
-from harness.bounded import close_within
+from ebb_formats.consumer_offsets import GroupMetadataKey, OffsetCommitKey, decode_key, partition_for
+from harness.bounded import close_within, until
 from harness.ebb_broker import EbbBroker
 from harness.kafka import apache_kafka, kafka_tool
 from tests.compat.wire import Wire
@@ -108,7 +108,7 @@ def kafka_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
 @pytest.fixture(params=["ebb-broker", "apache-kafka"])
 def target(request: pytest.FixtureRequest) -> Target:
     name = "ebb_target" if request.param == "ebb-broker" else "kafka_target"
-    return request.getfixturevalue(name)  # type: ignore[no-any-return]
+    return request.getfixturevalue(name)
 
 
 def _topic(target: Target, partitions: int) -> str:
@@ -146,14 +146,18 @@ class Member:
         close_within(self.consumer, what=f"consumer of {self.consumer.memberid()}")
 
 
-def _poll_until(members: list[Member], done: object, timeout: float = 40) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def _poll_until(members: list[Member], done: Callable[[], bool], timeout: float = 40) -> None:
+    """Poll every member (their callbacks run inside poll) until ``done``."""
+
+    def polled() -> bool:
         for m in members:
             m.consumer.poll(0.1)
-        if done():  # type: ignore[operator]
-            return
-    raise AssertionError(f"not reached within {timeout} s: {[m.assignments for m in members]}")
+        return done()
+
+    try:
+        until("the members' assignments", polled, timeout, interval=0)
+    except TimeoutError as exc:
+        raise AssertionError(f"{exc}: {[m.assignments for m in members]}") from None
 
 
 def test_consumers_started_together_share_the_first_generation(target: Target) -> None:
@@ -230,15 +234,22 @@ def test_static_member_keeps_its_assignment_across_a_restart(fast_target: Target
     closed_at = time.monotonic()
     with pytest.raises(Exception, match=r"NON_EMPTY_GROUP|not empty"):
         admin.delete_consumer_groups([group])[group].result(30)
-    deadline = closed_at + 30
-    while True:
+
+    def deleted() -> bool:
         try:
             admin.delete_consumer_groups([group])[group].result(30)
-            break
+            return True
         except Exception as exc:
-            if "NON_EMPTY_GROUP" not in str(exc) or time.monotonic() > deadline:
+            if "NON_EMPTY_GROUP" not in str(exc):
                 raise
-            time.sleep(0.5)
+            return False
+
+    until(
+        "the group deleted once its static members' sessions expired",
+        deleted,
+        closed_at + 30 - time.monotonic(),
+        0.5,
+    )
     assert time.monotonic() - closed_at >= 5, "the static members left before their 6 s sessions expired"
 
 
@@ -255,13 +266,16 @@ def test_a_second_consumer_with_the_same_instance_id_fences_the_first(fast_targe
         _poll_until([first], lambda: first.partitions() == {0})
         second = _static(fast_target, group, "same")
         second.subscribe(topic)
-        deadline = time.monotonic() + 30
-        while not errors and time.monotonic() < deadline:
+
+        def fenced() -> bool:
             second.consumer.poll(0.1)
             msg = first.consumer.poll(0.1)
-            if msg is not None and msg.error() is not None:
-                errors.append(msg.error())
-        assert errors, "the first consumer was never fenced"
+            error = msg.error() if msg is not None else None
+            if error is not None:
+                errors.append(error)
+            return bool(errors)
+
+        until("the first consumer fenced", fenced, 30, interval=0)
         # librdkafka's text for FENCED_INSTANCE_ID (82), raised as a fatal consumer error.
         assert errors[0].code() == KafkaError._FATAL
         assert "Static consumer fenced by other consumer with same group.instance.id" in errors[0].str()
@@ -294,10 +308,11 @@ def _low_watermark(target: Target, topic: str) -> int:
 
 def _describe(target: Target, resource: ConfigResource) -> dict[str, ConfigEntry]:
     admin = AdminClient({"bootstrap.servers": target.bootstrap})
-    return admin.describe_configs([resource])[resource].result(30)  # type: ignore[no-any-return]
+    return admin.describe_configs([resource])[resource].result(30)
 
 
-def _entry(target: Target, resource: ConfigResource, key: str) -> tuple[str, int]:
+def _entry(target: Target, resource: ConfigResource, key: str) -> tuple[str | None, object]:
+    """(value, source): librdkafka hands the source over as Kafka's int, not as its ConfigSource enum."""
     entry = _describe(target, resource)[key]
     return entry.value, entry.source
 
@@ -332,10 +347,9 @@ def test_a_cluster_wide_default_set_with_kafka_configs_takes_effect_without_a_re
     node = _node_id(target)
     try:
         _configs_tool(target, "--entity-default", "--alter", "--add-config", "log.retention.ms=60000")
-        deadline = time.monotonic() + 30
-        while _low_watermark(target, plain) != 3:
-            assert time.monotonic() < deadline, "the new default never deleted the old records"
-            time.sleep(0.5)
+        until(
+            "the old records deleted by the new default", lambda: _low_watermark(target, plain) == 3, 30, 0.5
+        )
         assert _low_watermark(target, own) == 0, "a topic override must win over the broker default"
         described = _configs_tool(target, "--entity-default", "--describe").stdout
         synonyms = "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=60000}"
@@ -358,10 +372,12 @@ def test_a_cluster_wide_default_set_with_kafka_configs_takes_effect_without_a_re
         assert refused == (42, "Cannot update these configs dynamically: [offsets.topic.num.partitions]")
     finally:
         assert _incremental_alter(target, "", [("log.retention.ms", 1, None)]) == (0, None)
-    deadline = time.monotonic() + 30  # Kafka applies the deletion asynchronously
-    while _entry(target, ConfigResource(ResourceType.BROKER, node), "log.retention.ms")[1] == 3:
-        assert time.monotonic() < deadline, "the dynamic default was not removed"
-        time.sleep(0.5)
+    until(  # Kafka applies the deletion asynchronously
+        "the dynamic default removed",
+        lambda: _entry(target, ConfigResource(ResourceType.BROKER, node), "log.retention.ms")[1] != 3,
+        30,
+        0.5,
+    )
 
 
 def _incremental_alter(
@@ -403,10 +419,12 @@ def test_a_broker_level_dynamic_config_wins_over_the_default(target: Target) -> 
     try:
         resource = ConfigResource(ResourceType.BROKER, node)
         expected = ("2097152", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
-        deadline = time.monotonic() + 30  # Kafka applies a broker's dynamic config asynchronously
-        while (got := _entry(target, resource, "log.segment.bytes")) != expected:
-            assert time.monotonic() < deadline, f"log.segment.bytes described as {got}"
-            time.sleep(0.5)
+        until(  # Kafka applies a broker's dynamic config asynchronously
+            f"log.segment.bytes described as {expected}",
+            lambda: _entry(target, resource, "log.segment.bytes") == expected,
+            30,
+            0.5,
+        )
     finally:
         _reset_broker_configs(target, node, ["log.segment.bytes"])
 
@@ -452,17 +470,20 @@ _COORDINATOR_MOVING = {
 
 def _commit_retrying(member: Member, topic: str, offset: int, timeout: float = 60) -> None:
     """A member's synchronous commit, retried while the restarted coordinator becomes available."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def committed() -> bool:
         try:
             member.consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
-            return
+            return True
         except KafkaException as exc:
             error = exc.args[0]
             # librdkafka does not flag a loading coordinator as retriable; a restarted Kafka answers so.
-            again = error.retriable() or error.code() in _COORDINATOR_MOVING
-            assert again and time.monotonic() < deadline, f"commit failed: {error}"
+            if not (error.retriable() or error.code() in _COORDINATOR_MOVING):
+                raise
             member.consumer.poll(0.5)
+            return False
+
+    until("the commit accepted by the restarted coordinator", committed, timeout, interval=0)
 
 
 def test_group_members_carry_on_after_a_restart(target: Target) -> None:
@@ -508,18 +529,22 @@ def _standalone_commit(target: Target, group: str, topic: str, offset: int) -> N
     """AlterConsumerGroupOffsets (OffsetCommit, generation -1), retried while the coordinator loads: a
     fresh Kafka answers NOT_COORDINATOR (or nothing, while it creates __consumer_offsets) at first."""
     admin = AdminClient({"bootstrap.servers": target.bootstrap})
-    deadline = time.monotonic() + 90
-    while True:
-        request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, offset)])
-        try:
-            result = admin.alter_consumer_group_offsets([request], request_timeout=15)[group].result(30)
-            problem: object = result.topic_partitions[0].error
-            if problem is None:
-                return
-        except (KafkaException, concurrent.futures.TimeoutError) as exc:
-            problem = exc
-        assert time.monotonic() < deadline, f"standalone commit failed: {problem}"
-        time.sleep(0.5)
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, offset)])
+
+    def committed() -> object:
+        result = admin.alter_consumer_group_offsets([request], request_timeout=15)[group].result(30)
+        error = result.topic_partitions[0].error
+        if error is not None:
+            raise KafkaException(error)
+        return True
+
+    until(
+        "the standalone commit accepted",
+        committed,
+        90,
+        0.5,
+        ignore=(KafkaException, concurrent.futures.TimeoutError),
+    )
 
 
 def _start_retention_scenario(target: Target) -> RetentionScenario:
@@ -563,19 +588,21 @@ def _latest_consumer_offsets_records(target: Target, groups: set[str]) -> dict[o
         partitions = {partition_for(g, 4) for g in groups}  # offsets.topic.num.partitions=4 on both
         reader.assign([TopicPartition("__consumer_offsets", p, OFFSET_BEGINNING) for p in partitions])
         at_end: set[int] = set()
-        deadline = time.monotonic() + 30
-        while at_end != partitions and time.monotonic() < deadline:
+
+        def read() -> bool:
             msg = reader.poll(0.5)
             if msg is None:
-                continue
-            if msg.error() is not None:
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    at_end.add(msg.partition())
-                continue
-            key = decode_key(msg.key()) if msg.key() else None
-            if isinstance(key, OffsetKey | GroupKey) and key.group in groups:
-                latest[key] = msg.value()
-        assert at_end == partitions, "__consumer_offsets was not read to its end"
+                return False
+            error, raw_key = msg.error(), msg.key()
+            if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                at_end.add(msg.partition() or 0)
+            elif error is None:
+                key = decode_key(raw_key) if raw_key else None
+                if isinstance(key, OffsetCommitKey | GroupMetadataKey) and key.group in groups:
+                    latest[key] = msg.value()
+            return at_end == partitions
+
+        until("__consumer_offsets read to its end", read, 30, interval=0)
     finally:
         close_within(reader, what="__consumer_offsets reader")
     return latest
@@ -592,10 +619,12 @@ def test_offsets_of_empty_and_standalone_groups_expire_with_tombstones(target: T
     if remaining > 0:
         time.sleep(remaining)
     expired = {scenario.standalone, scenario.emptied}
-    deadline = time.monotonic() + 30
-    while any(_committed_offsets(target, g, scenario.topic) != OFFSET_INVALID for g in expired):
-        assert time.monotonic() < deadline, "offsets still there 90 s after their group emptied"
-        time.sleep(1)
+    until(
+        "the offsets expired 90 s after their group emptied",
+        lambda: all(_committed_offsets(target, g, scenario.topic) == OFFSET_INVALID for g in expired),
+        30,
+        1,
+    )
     admin = AdminClient({"bootstrap.servers": target.bootstrap})
     listed = {g.group_id for g in admin.list_consumer_groups().result(30).valid}
     assert not expired & listed, "groups left without offsets are deleted"
@@ -603,8 +632,8 @@ def test_offsets_of_empty_and_standalone_groups_expire_with_tombstones(target: T
     records = _latest_consumer_offsets_records(target, expired | {scenario.live})
     for group in expired:
         assert (
-            OffsetKey(group, scenario.topic, 0) in records
-            and records[OffsetKey(group, scenario.topic, 0)] is None
+            OffsetCommitKey(group, scenario.topic, 0) in records
+            and records[OffsetCommitKey(group, scenario.topic, 0)] is None
         )
-        assert records.get(GroupKey(group), b"") is None, f"no group tombstone for {group}"
-    assert records[OffsetKey(scenario.live, scenario.topic, 0)] is not None
+        assert records.get(GroupMetadataKey(group), b"") is None, f"no group tombstone for {group}"
+    assert records[OffsetCommitKey(scenario.live, scenario.topic, 0)] is not None

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.bounded import close_within
+from harness.bounded import close_within, until
 from harness.ebb_broker import EbbBroker
 
 TOPIC = "crash"
@@ -68,12 +68,15 @@ def _read_all(broker: EbbBroker) -> list[int]:
         _, high = c.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=10)
         c.assign([TopicPartition(TOPIC, 0, 0)])
         out: list[int] = []
-        end = time.monotonic() + 30
-        while len(out) < high and time.monotonic() < end:
+
+        def read_to_high_watermark() -> bool:
             msg = c.poll(0.5)
-            if msg is not None and not msg.error():
-                out.append(int(msg.value()))
-        assert len(out) == high, f"read {len(out)} of {high} records"
+            value = msg.value() if msg is not None and not msg.error() else None
+            if value is not None:
+                out.append(int(value))
+            return len(out) >= high
+
+        until(f"{high} records read", read_to_high_watermark, 30, interval=0)
         return out
     finally:
         close_within(c)

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.consumer.fetch import FetchResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
-from harness.bounded import close_within
+from harness.bounded import close_within, until
 from tests.compat.conftest import Side
 from tests.compat.wire import Wire, fetch_request
 from tests.record_batches import raw_batch, record
@@ -30,18 +30,18 @@ def _topic(side: Side, partitions: int) -> str:
     name = f"fl-{uuid.uuid4().hex[:10]}"
     admin = AdminClient({"bootstrap.servers": side.bootstrap})  # kept alive until the topic exists
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
-    deadline = time.monotonic() + 30
     consumer = Consumer({"bootstrap.servers": side.bootstrap, "group.id": f"fl-{uuid.uuid4().hex}"})
-    try:
-        while True:  # Kafka answers NOT_LEADER for a moment after creating a topic
-            try:
-                for p in range(partitions):
-                    consumer.get_watermark_offsets(TopicPartition(name, p), timeout=10)
-                return name
-            except KafkaException:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+    try:  # Kafka answers NOT_LEADER for a moment after creating a topic
+        until(
+            f"{name}'s leaders",
+            lambda: [
+                consumer.get_watermark_offsets(TopicPartition(name, p), timeout=10) for p in range(partitions)
+            ],
+            30,
+            0.1,
+            ignore=(KafkaException,),
+        )
+        return name
     finally:
         close_within(consumer)
 
@@ -143,11 +143,14 @@ def test_a_consumer_with_fetch_max_bytes_below_the_partition_limit_reads_everyth
     got = {0: 0, 1: 0}
     try:
         consumer.assign([TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)])
-        deadline = time.monotonic() + 60
-        while sum(got.values()) < 2 * per_partition and time.monotonic() < deadline:
+
+        def consumed() -> bool:
             for msg in consumer.consume(1000, 0.5):
                 assert msg.error() is None, msg.error()
-                got[msg.partition()] += 1
+                got[msg.partition() or 0] += 1  # consumed records always have their partition
+            return sum(got.values()) >= 2 * per_partition
+
+        until("every record of both partitions", consumed, 60, interval=0)
     finally:
         close_within(consumer)
     assert got == {0: per_partition, 1: per_partition}

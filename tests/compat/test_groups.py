@@ -11,8 +11,9 @@ from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupTopicPart
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
 
-from harness.bounded import close_within
+from harness.bounded import close_within, until
 from harness.ebb_broker import EbbBroker
+from tests.compat.clients import polled
 from tests.compat.wire import Wire
 
 
@@ -42,9 +43,7 @@ def test_list_describe_and_delete_groups(broker: EbbBroker, topic: str) -> None:
     member = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "client.id": "member-1"})
     member.subscribe([topic])
     try:
-        end = time.monotonic() + 30
-        while not member.assignment() and time.monotonic() < end:
-            member.poll(0.2)
+        until("the member's assignment", lambda: polled(member).assignment(), 30, interval=0)
         listed = admin.list_consumer_groups().result(30)
         assert group in {g.group_id for g in listed.valid}
         desc = admin.describe_consumer_groups([group])[group].result(30)
@@ -137,8 +136,8 @@ def test_metrics_endpoint_reports_requests_and_low_watermarks(
     for i in range(10):
         p.produce("m", str(i).encode(), partition=0)
     p.flush(10)
-    admin.delete_records([TopicPartition("m", 0, 4)])
-    time.sleep(0.5)
+    for deleted in admin.delete_records([TopicPartition("m", 0, 4)]).values():
+        assert deleted.result(30).low_watermark == 4  # answered: the broker counted the deletion before
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     assert 'ebb_log_start_offset{partition="0",topic="m"} 4.0' in text
     assert 'ebb_high_watermark{partition="0",topic="m"} 10.0' in text
@@ -186,18 +185,17 @@ def test_a_member_that_dies_is_expired_after_its_session_timeout(broker: EbbBrok
         assigned = threading.Event()
         assert doomed.stdout is not None
         threading.Thread(target=lambda: doomed.stdout.readline() and assigned.set(), daemon=True).start()  # type: ignore[union-attr]
-        end = time.monotonic() + 40
         # The survivor must keep polling: librdkafka completes its side of a rebalance in poll().
-        while not (assigned.is_set() and len(survivor.assignment()) == 1) and time.monotonic() < end:
-            survivor.poll(0.2)
-        assert assigned.is_set() and len(survivor.assignment()) == 1, (
-            "the two members should share 2 partitions"
+        until(
+            "the two members sharing 2 partitions",
+            lambda: len(polled(survivor).assignment()) == 1 and assigned.is_set(),
+            40,
+            interval=0,
         )
         doomed.kill()  # no LeaveGroup: only the session timeout can remove it
         doomed.wait()
         killed_at = time.monotonic()
-        while len(survivor.assignment()) != 2 and time.monotonic() < killed_at + 30:
-            survivor.poll(0.2)
+        until("the survivor given both partitions", lambda: len(polled(survivor).assignment()) == 2, 30, 0)
         assert {tp.partition for tp in survivor.assignment()} == {0, 1}
         assert time.monotonic() - killed_at >= 5, "expired before its 6 s session timeout"
     finally:

@@ -41,13 +41,12 @@ from kafka.protocol.producer.transaction import AddOffsetsToTxnRequest
 from kafka.protocol.sasl import SaslHandshakeRequest, SaslHandshakeResponse
 from kafka.record.memory_records import MemoryRecordsBuilder
 
-from harness.bounded import close_within
+from harness.bounded import close_within, until
 from harness.ebb_broker import EbbBroker
 from harness.ports import free_port
 from tests.compat.clients import CLIENTS, PLAINTEXT, BrokerError, Security
 from tests.compat.conftest import FAST_BROKER, SecureBroker, Side, scram_authenticate
 from tests.compat.test_limits import _create_topics
-from tests.compat.test_retention_compaction import _wait
 from tests.compat.wire import Wire
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -91,7 +90,8 @@ def _list_latest(w: Wire, topic: str, partitions: list[int]) -> list[tuple[int, 
 def _ready(w: Wire, topic: str, partitions: int = 1) -> None:
     """Wait until every partition of a just created topic is served (Apache Kafka's replica manager takes
     a moment after CreateTopics answers to lead them; ebb-broker leads them at once)."""
-    _wait(lambda: _list_latest(w, topic, list(range(partitions))) == [(p, 0) for p in range(partitions)])
+    served = [(p, 0) for p in range(partitions)]
+    until(f"{topic} served", lambda: _list_latest(w, topic, list(range(partitions))) == served, 30, 0.3)
 
 
 def _batch(values: list[tuple[bytes | None, bytes]]) -> bytes:
@@ -208,14 +208,8 @@ def test_clients_cannot_append_to_or_delete_from_internal_topics(side: Side) -> 
     c.create_topic(topic)
     seed = _unique("seed-group")
 
-    def committed() -> bool:  # a fresh Kafka answers NOT_COORDINATOR until __consumer_offsets is loaded
-        try:
-            c.commit(seed, topic, 0, 0)
-        except BrokerError:
-            return False
-        return True
-
-    _wait(committed)  # __consumer_offsets exists from here on
+    # A fresh Kafka answers NOT_COORDINATOR until __consumer_offsets is loaded; from here on it exists.
+    until("a first commit", lambda: c.commit(seed, topic, 0, 0) or True, 30, 0.3, ignore=(BrokerError,))
     w = Wire(side.bootstrap)
     try:
         key, value = _offset_commit_record("victim", topic, 0, 9999)
@@ -383,7 +377,12 @@ def test_a_read_only_principal_cannot_make_consumed_retention_delete(tmp_path) -
 
         def passes_keep_everything() -> None:
             passes = b.metric("ebb_retention_passes_total")
-            _wait(lambda: b.metric("ebb_retention_passes_total") >= passes + 2)
+            until(
+                "two more retention passes",
+                lambda: b.metric("ebb_retention_passes_total") >= passes + 2,
+                30,
+                0.3,
+            )
             assert _latest(sasl, "cr", admin_security) == (0, 30)
 
         # Kafka accepts a commit of any offset; it is stored and fetched back, and counts for nothing here.
@@ -394,7 +393,7 @@ def test_a_read_only_principal_cannot_make_consumed_retention_delete(tmp_path) -
         assert _commit(admin, "app", "cr", 2**63 - 1) == 0  # the named group, past the log end
         passes_keep_everything()
         assert _commit(admin, "app", "cr", 15) == 0  # the named group read up to 15: the pass runs
-        _wait(lambda: _latest(sasl, "cr", admin_security)[0] > 0)
+        until("records consumed by app deleted", lambda: _latest(sasl, "cr", admin_security)[0] > 0, 30, 0.3)
         low = _latest(sasl, "cr", admin_security)[0]
         assert 0 < low <= 15
         values = [r.value for r in CLIENTS["confluent-kafka"](sasl, admin_security).consume("cr", 30 - low)]

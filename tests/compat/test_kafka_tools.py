@@ -19,9 +19,10 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from harness.bounded import close_within
+from harness.bounded import close_within, until
 from harness.dump_log import dump_consumer_offsets, dump_log
 from harness.kafka import kafka_tool
+from tests.compat.clients import polled
 
 
 @dataclass(frozen=True)
@@ -289,8 +290,8 @@ def test_dump_log_reads_topic_segments_and_consumer_offsets(target: Target, topi
     keys, values incl. nulls, timestamps, per-codec batches), and --offsets-decoder finds a group's commit
     in __consumer_offsets."""
     ts = _now_ms()
-    plain = [(0, b"a", b"1", ts), (0, None, b"no key", ts + 1), (0, b"tomb", None, ts + 2)]
-    zstd = [(0, b"z", b"compressed " * 20, ts + 3), (0, b"y", b"again", ts + 4)]
+    plain: list[Record] = [(0, b"a", b"1", ts), (0, None, b"no key", ts + 1), (0, b"tomb", None, ts + 2)]
+    zstd: list[Record] = [(0, b"z", b"compressed " * 20, ts + 3), (0, b"y", b"again", ts + 4)]
     _produce(target, topic, plain)
     _produce(target, topic, zstd, **{"compression.type": "zstd"})
 
@@ -337,10 +338,7 @@ def test_consumer_groups_describe_members_and_group_metadata_on_disk(target: Tar
     )
     try:
         consumer.subscribe([topic])
-        deadline = time.monotonic() + 60
-        while not consumer.assignment():
-            assert time.monotonic() < deadline, "the consumer never got its partitions"
-            consumer.poll(0.2)
+        until("the consumer's partitions", lambda: polled(consumer).assignment(), 60, 0)
         out = kafka_tool(
             "kafka-consumer-groups", "--bootstrap-server", target.bootstrap_servers,
             "--describe", "--members", "--group", group,

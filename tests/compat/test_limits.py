@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from kafka.protocol.admin.topics import (
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
+from harness.bounded import until
 from harness.ebb_broker import EbbBroker
 from harness.ports import free_port
 from tests.compat.clients import CLIENTS
@@ -51,7 +51,7 @@ def _serves(b: EbbBroker, topic: str, values: list[bytes]) -> None:
 
 
 @pytest.fixture(scope="module")
-def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[EbbBroker, dict[str, list[bytes]]]]:
+def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Limited]:
     """One broker for the limits that need no special connection settings; each test records what a normal
     client wrote after its refused requests, and the teardown restarts the broker and reads it all back."""
     b = _start(
@@ -112,12 +112,16 @@ def _create_topics(w: Wire, topics: list[tuple[str, int]], configs: dict[str, st
     return list(CreateTopicsResponse.decode(w.recv_frame(), version=5, header=True).topics)
 
 
+WireFactory = Callable[..., Wire]  # (broker, timeout=...) -> a connection closed at teardown
+Limited = tuple[EbbBroker, dict[str, list[bytes]]]
+
+
 @pytest.fixture
-def wire_factory() -> Iterator:
+def wire_factory() -> Iterator[WireFactory]:
     opened: list[Wire] = []
 
-    def make(b: EbbBroker, **kw: object) -> Wire:
-        w = Wire(b.bootstrap, **kw)  # type: ignore[arg-type]
+    def make(b: EbbBroker, timeout: float = 10.0) -> Wire:
+        w = Wire(b.bootstrap, timeout)
         opened.append(w)
         return w
 
@@ -137,7 +141,9 @@ def _api_versions_answered(w: Wire, timeout: float) -> bool:
         w.sock.settimeout(10)
 
 
-def test_frame_size_and_api_key_are_checked_before_the_body_is_read(limited, wire_factory) -> None:
+def test_frame_size_and_api_key_are_checked_before_the_body_is_read(
+    limited: Limited, wire_factory: WireFactory
+) -> None:
     b = limited[0]
     # Above socket.request.max.bytes: closed on the size prefix alone.
     big = wire_factory(b)
@@ -157,7 +163,9 @@ def test_frame_size_and_api_key_are_checked_before_the_body_is_read(limited, wir
     _limited_serves(limited, "after-frames")
 
 
-def test_queued_max_request_bytes_pauses_reads_instead_of_failing(tmp_path: Path, wire_factory) -> None:
+def test_queued_max_request_bytes_pauses_reads_instead_of_failing(
+    tmp_path: Path, wire_factory: WireFactory
+) -> None:
     b = _start(tmp_path, "pool", {"queued.max.request.bytes": "1000"})
     try:
         # A request larger than the pool is admitted alone (Kafka's non-strict pool) and holds it...
@@ -166,7 +174,11 @@ def test_queued_max_request_bytes_pauses_reads_instead_of_failing(tmp_path: Path
             MetadataRequest[1](topics=[MetadataRequest[1].MetadataRequestTopic(name="x" * 1500)]), 1
         )
         slow.send_raw(frame[:100])
-        time.sleep(0.3)  # the broker has read the header and reserved the frame's bytes
+        until(  # the broker has read the header and reserved the frame's bytes
+            "the slow request's bytes reserved",
+            lambda: b.metric("ebb_request_pool_available_bytes") < 0,  # 1000 - its ~1.5 KB
+            10,
+        )
         # ...so another connection's request waits (its channel is muted), it is not refused.
         waiting = wire_factory(b)
         assert not _api_versions_answered(waiting, timeout=1.0)
@@ -179,7 +191,7 @@ def test_queued_max_request_bytes_pauses_reads_instead_of_failing(tmp_path: Path
         b.stop()
 
 
-def test_idle_connections_are_closed(tmp_path: Path, wire_factory) -> None:
+def test_idle_connections_are_closed(tmp_path: Path, wire_factory: WireFactory) -> None:
     b = _start(tmp_path, "idle", {"connections.max.idle.ms": "400"})
     try:
         idle = wire_factory(b)
@@ -195,7 +207,7 @@ def test_idle_connections_are_closed(tmp_path: Path, wire_factory) -> None:
         b.stop()
 
 
-def test_max_connections_waits_and_per_ip_closes(tmp_path: Path, wire_factory) -> None:
+def test_max_connections_waits_and_per_ip_closes(tmp_path: Path, wire_factory: WireFactory) -> None:
     b = _start(
         tmp_path,
         "conns",
@@ -236,7 +248,9 @@ def test_max_connections_waits_and_per_ip_closes(tmp_path: Path, wire_factory) -
         b.stop()
 
 
-def test_partition_counts_are_checked_before_anything_is_written(limited, wire_factory) -> None:
+def test_partition_counts_are_checked_before_anything_is_written(
+    limited: Limited, wire_factory: WireFactory
+) -> None:
     b = limited[0]  # max.partitions=20, num.partitions=15; __consumer_offsets has 4
     w = wire_factory(b)
     topics_file = b.data_dir / "ebb-topics.json"
@@ -278,7 +292,9 @@ def test_partition_counts_are_checked_before_anything_is_written(limited, wire_f
     _limited_serves(limited, "after-parts")
 
 
-def test_descriptor_limit_bounds_creation_and_never_a_restart(tmp_path: Path, wire_factory) -> None:
+def test_descriptor_limit_bounds_creation_and_never_a_restart(
+    tmp_path: Path, wire_factory: WireFactory
+) -> None:
     """Under ulimit -n 400 (a quarter, at least 256, kept for sockets) 48 partitions fit; a request for more
     is refused. 40 partitions with three segments each (360 files) still restart under ulimit -n 200:
     segment files are opened on demand."""
@@ -313,7 +329,7 @@ def test_descriptor_limit_bounds_creation_and_never_a_restart(tmp_path: Path, wi
         b.stop()
 
 
-def test_longest_topic_name_deletes_and_comes_back(limited, wire_factory) -> None:
+def test_longest_topic_name_deletes_and_comes_back(limited: Limited, wire_factory: WireFactory) -> None:
     """Kafka cuts the topic in `<topic>-<p>.<uuid>-delete` so the directory name fits 255 bytes."""
     b = limited[0]
     name = "n" * 249
@@ -333,7 +349,7 @@ def test_longest_topic_name_deletes_and_comes_back(limited, wire_factory) -> Non
     _limited_serves(limited, "after-names")
 
 
-def test_out_of_range_long_configs_are_invalid_config(limited, wire_factory) -> None:
+def test_out_of_range_long_configs_are_invalid_config(limited: Limited, wire_factory: WireFactory) -> None:
     b = limited[0]
     w = wire_factory(b)
     (res,) = _create_topics(w, [("huge", 1)], {"retention.ms": "99999999999999999999999"})

@@ -9,16 +9,20 @@ does not grow ebb-broker's memory.
 
 from __future__ import annotations
 
+import functools
+import json
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import cramjam
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
-from harness.bounded import close_within
+from harness.bounded import close_within, until
 from harness.ebb_broker import EbbBroker
 from tests.compat.conftest import Side
 from tests.compat.wire import Wire
@@ -38,15 +42,8 @@ def _topic(side: Side, **config: str) -> str:
     admin = AdminClient({"bootstrap.servers": side.bootstrap})  # kept alive until the topic exists
     admin.create_topics([NewTopic(name, 1, 1, config=config)])[name].result(30)
     # Kafka answers NOT_LEADER / UNKNOWN_TOPIC for a moment after creating a topic: wait for its leader.
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            _log_end(side, name)
-            return name
-        except KafkaException:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+    until(f"{name}'s leader", lambda: _log_end(side, name) + 1, 30, 0.1, ignore=(KafkaException,))
+    return name
 
 
 def _now() -> int:
@@ -84,7 +81,24 @@ def test_keyless_records_on_a_compacted_topic_are_named(side: Side) -> None:
     topic = _topic(side, **{"cleanup.policy": "compact"})
     # One batch: librdkafka's flush() sends what is queued at once, ignoring linger.ms, so a linger far
     # beyond the time the loop below takes (seconds on a loaded machine) keeps the 100 records together.
-    producer = Producer({"bootstrap.servers": side.bootstrap, "linger.ms": 60_000, "acks": "all"})
+    # Its statistics say how many batches it actually sent, so a failure tells a producer that split the
+    # records (each batch is then judged on its own) from a broker that answered one batch differently.
+    statistics: list[dict[str, Any]] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": side.bootstrap,
+            "linger.ms": 60_000,
+            "acks": "all",
+            "statistics.interval.ms": 100,
+            "stats_cb": lambda text: statistics.append(json.loads(text)),
+        }
+    )
+    # A producer that does not know the partition yet queues records unassigned and moves them to the
+    # partition one by one once its metadata arrives, while flush() already sends what is there: under
+    # load it sent the 100 records in 4 Produce requests, each batch judged on its own (the failure once
+    # seen, records 0-8 not failed with the others, fits). Knowing the partition first puts all 100 in
+    # its queue before flush().
+    producer.list_topics(topic, timeout=10)
     results: dict[int, int] = {}
     for i in range(100):
         producer.produce(
@@ -92,11 +106,23 @@ def test_keyless_records_on_a_compacted_topic_are_named(side: Side) -> None:
             key=None if i in KEYLESS else b"k%d" % i,
             value=b"v%d" % i,
             partition=0,
-            on_delivery=lambda err, _msg, i=i: results.__setitem__(i, err.code() if err else 0),
+            on_delivery=functools.partial(_record_result, results, i),
         )
     assert producer.flush(30) == 0
-    assert {i for i, code in results.items() if code == INVALID_RECORD} == KEYLESS
-    assert {i for i, code in results.items() if code == INVALID_DIFFERENT_RECORD} == set(range(100)) - KEYLESS
+
+    def sent_all() -> Sent | None:
+        producer.poll(0.1)  # statistics arrive through poll
+        sent = _sent(statistics, topic)
+        return sent if sent is not None and sent.records >= 100 else None
+
+    sent = until("the producer's statistics of the 100 records it sent", sent_all, 10, interval=0)
+    by_code: dict[int, list[int]] = {}
+    for i, code in sorted(results.items()):
+        by_code.setdefault(code, []).append(i)
+    assert sent.produce_requests == 1, f"the producer sent the records in several requests: {sent}; {by_code}"
+    answered = f"the broker answered the one batch of 100 records with, per code: {by_code}"
+    assert by_code.get(INVALID_RECORD) == sorted(KEYLESS), answered
+    assert by_code.get(INVALID_DIFFERENT_RECORD) == sorted(set(range(100)) - KEYLESS), answered
 
     # The same batch on the wire: the response's record_errors and error_message (Produce v8+).
     section = b"".join(record(i, key=None if i in KEYLESS else b"k%d" % i) for i in range(100))
@@ -116,6 +142,33 @@ def test_keyless_records_on_a_compacted_topic_are_named(side: Side) -> None:
     )
     assert old.error_code == INVALID_RECORD  # type: ignore[attr-defined]  # v7: the code, no record errors
     assert _log_end(side, topic) == 0
+
+
+def _record_result(results: dict[int, int], i: int, err: KafkaError | None, _msg: object) -> None:
+    """A delivery report: record i's error code, 0 once stored."""
+    results[i] = err.code() if err else 0
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What librdkafka's statistics say it sent: Produce requests (one batch each: one partition here) and
+    the records they acknowledged or failed."""
+
+    produce_requests: int
+    retries: int  # requests sent again (a retried Produce is one batch sent twice, not a split)
+    records: int
+
+
+def _sent(statistics: list[dict[str, Any]], topic: str) -> Sent | None:
+    """From the latest statistics (cumulative counters), once the topic appears in them."""
+    if not statistics or topic not in statistics[-1]["topics"]:
+        return None
+    latest = statistics[-1]
+    brokers = [b for b in latest["brokers"].values() if b["nodeid"] >= 0]
+    requests = sum(b["req"].get("Produce", 0) for b in brokers)
+    retries = sum(b["txretries"] for b in brokers)
+    records = sum(p["txmsgs"] for p in latest["topics"][topic]["partitions"].values())
+    return Sent(requests, retries, records)
 
 
 def test_records_timestamped_too_far_ahead_are_named(side: Side) -> None:

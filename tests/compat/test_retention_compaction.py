@@ -8,7 +8,7 @@ from collections.abc import Callable
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.bounded import close_within
+from harness.bounded import close_within, until
 from harness.ebb_broker import EbbBroker
 
 FAST_BACKGROUND = {"log.cleaner.backoff.ms": "200", "log.retention.check.interval.ms": "300"}
@@ -28,7 +28,7 @@ def _produce(
         p.flush(10)  # one batch per record, so segments roll at small segment.bytes
 
 
-def _read(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, bytes | None, tuple]]:
+def _read(bootstrap: str, topic: str) -> list[tuple[int | None, bytes | None, bytes | None, tuple]]:
     c = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -39,24 +39,19 @@ def _read(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, bytes | N
     try:
         low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
         c.assign([TopicPartition(topic, 0, low)])
-        out: list[tuple[int, bytes | None, bytes | None, tuple]] = []
-        end = time.monotonic() + 20
-        while time.monotonic() < end and (not out or out[-1][0] < high - 1) and high > low:
+        out: list[tuple[int | None, bytes | None, bytes | None, tuple]] = []
+
+        def read_to_high_watermark() -> bool:
             msg = c.poll(0.3)
             if msg is not None and not msg.error():
                 out.append((msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ())))
+            return bool(out) and (out[-1][0] or 0) >= high - 1
+
+        if high > low:
+            until(f"{topic} read to its high watermark {high}", read_to_high_watermark, 20, interval=0)
         return out
     finally:
         close_within(c)
-
-
-def _wait(cond: Callable[[], bool], timeout: float = 30) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.3)
-    raise AssertionError("condition not reached")
 
 
 def test_compacted_topic_keeps_latest_value_per_key_and_explicit_tombstones(
@@ -85,10 +80,10 @@ def test_compacted_topic_keeps_latest_value_per_key_and_explicit_tombstones(
         keys = [r[1] for r in _read(b.bootstrap, "compacted") if r[1] != b"filler"]
         return len(keys) == len(set(keys))
 
-    _wait(compacted)
+    until("every key compacted to one record", compacted, 30, 0.3)
     # The cleaner has looked at every log at least twice since: "young" was a candidate and was left alone.
     checks = b.metric("ebb_cleaner_checks_total")
-    _wait(lambda: b.metric("ebb_cleaner_checks_total") >= checks + 2)
+    until("two more cleaner checks", lambda: b.metric("ebb_cleaner_checks_total") >= checks + 2, 30, 0.3)
     latest = {r[1]: r for r in _read(b.bootstrap, "compacted")}
     assert latest[b"k0"][2] == b"v3"
     # The explicit tombstone keeps its payload until delete.retention.ms after cleaning.
@@ -120,7 +115,7 @@ def test_consumed_retention_deletes_consumed_segments_and_keeps_the_rest(
     assert low_before == 0
     time.sleep(0.6)  # age the records past retention.commitoffset.ms (500 ms)
     passes = b.metric("ebb_retention_passes_total")
-    _wait(lambda: b.metric("ebb_retention_passes_total") >= passes + 2)
+    until("two more retention passes", lambda: b.metric("ebb_retention_passes_total") >= passes + 2, 30, 0.3)
     # Two retention passes saw consumed-old records that no group has committed: nothing may go.
     assert _earliest(admin, "consumed") == 0
     assert b.metric("ebb_retention_segments_deleted_total", rule="consumed") == 0
@@ -128,11 +123,16 @@ def test_consumed_retention_deletes_consumed_segments_and_keeps_the_rest(
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "reader", "enable.auto.commit": False})
     c.commit(offsets=[TopicPartition("consumed", 0, 15)], asynchronous=False)
     close_within(c)
-    _wait(lambda: _earliest(admin, "consumed") > 0)
+    until("consumed records deleted", lambda: _earliest(admin, "consumed") > 0, 30, 0.3)
     low = _earliest(admin, "consumed")
     assert 0 < low <= 15, "only segments wholly below the committed offset may go"
     # A pass moves the log start as it goes and counts its deletions when it ends: wait for the count.
-    _wait(lambda: b.metric("ebb_retention_segments_deleted_total", rule="consumed") > 0)
+    until(
+        "a segment deleted by consumed retention",
+        lambda: b.metric("ebb_retention_segments_deleted_total", rule="consumed") > 0,
+        30,
+        0.3,
+    )
     kept = _read(b.bootstrap, "consumed")
     assert [r[0] for r in kept] == list(range(low, 30))
 
@@ -169,18 +169,24 @@ def test_consumed_retention_never_counts_an_open_or_aborted_transactional_commit
         producer.begin_transaction()
         producer.send_offsets_to_transaction(offsets, group.consumer_group_metadata(), 30)
         passes = b.metric("ebb_retention_passes_total")
-        _wait(lambda: b.metric("ebb_retention_passes_total") >= passes + 2)
+        until(
+            "two more retention passes", lambda: b.metric("ebb_retention_passes_total") >= passes + 2, 30, 0.3
+        )
         assert _earliest(admin, "consumed-txn") == 0, "an open transactional commit freed records"
         producer.abort_transaction(30)
         passes = b.metric("ebb_retention_passes_total")
-        _wait(lambda: b.metric("ebb_retention_passes_total") >= passes + 2)
+        until(
+            "two more retention passes", lambda: b.metric("ebb_retention_passes_total") >= passes + 2, 30, 0.3
+        )
         assert _earliest(admin, "consumed-txn") == 0, "an aborted transactional commit freed records"
         producer.begin_transaction()
         producer.send_offsets_to_transaction(
             [TopicPartition("consumed-txn", 0, 15)], group.consumer_group_metadata(), 30
         )
         producer.commit_transaction(30)
-        _wait(lambda: _earliest(admin, "consumed-txn") > 0)
+        until(
+            "committed-then-consumed records deleted", lambda: _earliest(admin, "consumed-txn") > 0, 30, 0.3
+        )
         assert 0 < _earliest(admin, "consumed-txn") <= 15
     finally:
         producer.flush(10)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
-import time
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
+from harness.bounded import until
 from tests.compat.clients import CLIENTS
 from tests.compat.conftest import SecureBroker, scram_authenticate
 from tests.compat.wire import Wire
@@ -141,9 +141,12 @@ def test_real_clients_report_a_wrong_password(secure_broker: SecureBroker) -> No
             "error_cb": lambda e: errors.append(e.str()),
         }
     )
-    deadline = time.monotonic() + 20
-    while not errors and time.monotonic() < deadline:
-        p.poll(0.2)
+
+    def refused() -> list[str]:
+        p.poll(0.2)  # librdkafka reports errors through error_cb, inside poll
+        return errors
+
+    until("the client's authentication error", refused, 20, interval=0)
     assert any("invalid credentials with SASL mechanism SCRAM-SHA-512" in e for e in errors), errors
 
     async def aiokafka_start() -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import socket
 import ssl
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
+from harness.bounded import until
 from harness.ebb_broker import EbbBroker
 from harness.ports import free_port
 from harness.tls import Issued, TestCA
@@ -110,9 +110,7 @@ def test_mtls_listener_requires_a_client_certificate(tls: TlsBroker) -> None:
         assert answer == b""
     # asyncio closes the socket on the failed handshake before the broker's accept task counts it: wait
     # (bounded) for the count rather than race it.
-    deadline = time.monotonic() + 10
-    while tls.broker.metric(CLOSED, reason="tls_handshake") < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    until("the failed handshake counted", lambda: tls.broker.metric(CLOSED, reason="tls_handshake") >= 1, 10)
     assert tls.broker.metric(CLOSED, reason="tls_handshake") == 1
     with_cert = Security(
         "SSL", cafile=str(tls.ca.ca_pem), certfile=str(tls.alice.cert), keyfile=str(tls.alice.key)

@@ -4,14 +4,14 @@ producer's), and the flush and timestamp settings as DescribeConfigs reports the
 
 from __future__ import annotations
 
-import time
+import functools
 import uuid
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kafka.protocol.consumer.fetch import FetchResponse
 
-from harness.bounded import close_within
+from harness.bounded import close_within, until
 from tests.compat.conftest import Side
 from tests.compat.wire import Wire, fetch_request
 
@@ -26,16 +26,14 @@ def _create(side: Side, configs: dict[str, dict[str, str]]) -> None:
         future.result(30)
     consumer = Consumer({"bootstrap.servers": side.bootstrap, "group.id": f"tc-{uuid.uuid4().hex}"})
     try:
-        deadline = time.monotonic() + 30
-        for name in configs:
-            while True:  # Kafka answers NOT_LEADER for a moment after creating a topic
-                try:
-                    consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=10)
-                    break
-                except KafkaException:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.1)
+        for name in configs:  # Kafka answers NOT_LEADER for a moment after creating a topic
+            until(
+                f"{name}'s leader",
+                functools.partial(consumer.get_watermark_offsets, TopicPartition(name, 0), timeout=10),
+                30,
+                0.1,
+                ignore=(KafkaException,),
+            )
     finally:
         close_within(consumer)
 
@@ -78,14 +76,17 @@ def test_compression_type_recompresses_like_kafka(side: Side) -> None:
             "enable.auto.commit": False,
         }
     )
-    got: dict[str, list[tuple[bytes, bytes]]] = {name: [] for name in topics}
+    got: dict[str | None, list[tuple[bytes | None, bytes | None]]] = {name: [] for name in topics}
     try:
         consumer.assign([TopicPartition(name, 0, 0) for name in topics])
-        deadline = time.monotonic() + 30
-        while sum(map(len, got.values())) < len(sent) * len(topics) and time.monotonic() < deadline:
+
+        def consumed() -> bool:
             for m in consumer.consume(1000, 0.2):
                 assert m.error() is None, m.error()
                 got[m.topic()].append((m.key(), m.value()))
+            return sum(map(len, got.values())) >= len(sent) * len(topics)
+
+        until("every record consumed", consumed, 30, interval=0)
     finally:
         close_within(consumer)
     for name, kind in topics.items():

@@ -21,8 +21,9 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.bounded import close_within
+from harness.bounded import close_within, until
 from harness.kafka import java_command, kafka_tool
+from tests.compat.clients import polled
 
 
 @dataclass(frozen=True)
@@ -67,18 +68,21 @@ def _read(target: Target, topic: str, isolation: str, settle: float = 0.0) -> li
     values: list[bytes] = []
     try:
         c.assign([TopicPartition(topic, 0, 0)])
-        deadline = time.monotonic() + 30
         at_end_since: float | None = None
-        while time.monotonic() < deadline:
+
+        def read_to_end() -> bool:
+            nonlocal at_end_since
             msg = c.poll(0.2)
-            if msg is not None and msg.error() is None:
-                values.append(msg.value())
+            error = msg.error() if msg is not None else None
+            if msg is not None and error is None:
+                values.append(msg.value() or b"")
                 at_end_since = None
-            elif msg is not None and msg.error().code() == -191:  # _PARTITION_EOF
+            elif error is not None and error.code() == -191:  # _PARTITION_EOF
                 at_end_since = at_end_since or time.monotonic()
-            if at_end_since is not None and time.monotonic() - at_end_since >= settle:
-                return values
-        raise AssertionError(f"{isolation} consumer never reached the end of {topic}")
+            return at_end_since is not None and time.monotonic() - at_end_since >= settle
+
+        until(f"the {isolation} consumer at the end of {topic}", read_to_end, 30, interval=0)
+        return values
     finally:
         close_within(c, what="reader")
 
@@ -183,10 +187,7 @@ def test_offsets_sent_with_a_transaction_count_only_when_it_commits(target: Targ
     p = _producer(target, f"tx-{source}")
     try:
         consumer.subscribe([source])
-        deadline = time.monotonic() + 30
-        while not consumer.assignment() and time.monotonic() < deadline:
-            consumer.poll(0.2)
-        assert consumer.assignment()
+        until("the consumer's assignment", lambda: polled(consumer).assignment(), 30, 0)
         for offset, commit in ((5, False), (7, True)):
             p.begin_transaction()
             p.produce(sink, value=b"out-%d" % offset, partition=0)

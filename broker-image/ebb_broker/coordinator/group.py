@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 from kafka.errors import FencedInstanceIdError, UnknownMemberIdError
 
+from ebb_formats.consumer_protocol import CONSUMER_PROTOCOL_TYPE, SubscriptionFormatError, subscribed_topics
+
 
 class GroupState(enum.Enum):
     EMPTY = "Empty"
@@ -36,8 +38,6 @@ _VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
     GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
     GroupState.DEAD: frozenset(GroupState),
 }
-
-CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
 class IllegalGroupTransitionError(RuntimeError):
@@ -328,23 +328,9 @@ class Group:
 
 
 def parse_subscription_topics(metadata: bytes) -> set[str] | None:
-    """Topics of a ConsumerProtocolSubscription (version int16, then an array of strings)."""
+    """Topics of a member's ConsumerProtocolSubscription; None when it is not one (Kafka's
+    Optional.empty: the group's subscriptions are then unknown)."""
     try:
-        if len(metadata) < 6:
-            return None
-        pos = 2
-        count = int.from_bytes(metadata[pos : pos + 4], "big", signed=True)
-        pos += 4
-        topics = set()
-        for _ in range(max(count, 0)):
-            if pos + 2 > len(metadata):
-                return None
-            n = int.from_bytes(metadata[pos : pos + 2], "big", signed=True)
-            pos += 2
-            if n < 0 or pos + n > len(metadata):
-                return None
-            topics.add(metadata[pos : pos + n].decode())
-            pos += n
-        return topics
-    except UnicodeDecodeError:
+        return set(subscribed_topics(metadata))
+    except SubscriptionFormatError:
         return None

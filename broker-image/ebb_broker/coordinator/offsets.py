@@ -1,19 +1,31 @@
-"""Committed offsets of every group (Kafka's OffsetMetadataManager, without the group checks).
+"""Committed offsets of every group (Kafka's OffsetMetadataManager): who may commit, the commits, the
+transactional ones awaiting their marker, and their deletion.
 
-The coordinator validates who may commit; this module keeps what was committed, decides which commits
-have expired (KIP-211, `offsets.retention.minutes`) and builds the `__consumer_offsets` records for
-commits and their tombstones. It also gives the log engine its KIP-68 input: the committed offsets of
-the groups consumed retention counts.
+- OffsetCommit: `validate_commit` is Kafka's validateOffsetCommit (generation -1 from nobody commits for an
+  Empty or unknown group; otherwise the member and generation must be current); `commit` writes the
+  records to `__consumer_offsets` before the commits become visible.
+- TxnOffsetCommit (KIP-98, KIP-447): the offsets are written in the producer's transaction and count for
+  nothing (KIP-68 included) until the transaction coordinator's COMMIT marker; the ABORT marker drops them.
+- OffsetDelete (KIP-496), DeleteGroups and DeleteTopics write tombstones for the commits they remove.
+It also gives the log engine its KIP-68 input: the committed offsets of the groups consumed retention
+counts. Expiry (KIP-211) is `expiry`'s; the groups themselves are `membership`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ebb_broker.coordinator.group import Group, GroupState
-from ebb_broker.coordinator.offsets_records import OffsetKey, OffsetValue
+from kafka import errors as E
+
+from ebb_broker.coordinator.group import GroupState
+from ebb_broker.coordinator.membership import GroupMembership
+from ebb_broker.coordinator.offsets_store import OffsetsStore
 from ebb_broker.log import CommittedOffsets
+from ebb_formats.consumer_offsets import OffsetCommitKey, OffsetCommitValue
+
+log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 Record = tuple[bytes, bytes | None]
@@ -26,71 +38,156 @@ class CommittedOffset:
     metadata: str
     commit_timestamp: int
 
+    @classmethod
+    def of(cls, value: OffsetCommitValue) -> CommittedOffset:
+        return cls(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp)
+
 
 def commit_record(group_id: str, tp: TopicPartition, c: CommittedOffset) -> Record:
-    value = OffsetValue(c.offset, c.leader_epoch, c.metadata, c.commit_timestamp)
-    return OffsetKey(group_id, tp[0], tp[1]).encode(), value.encode()
+    value = OffsetCommitValue(c.offset, c.leader_epoch, c.metadata, c.commit_timestamp)
+    return OffsetCommitKey(group_id, tp[0], tp[1]).encode(), value.encode()
 
 
 def tombstone(group_id: str, tp: TopicPartition) -> Record:
-    return OffsetKey(group_id, tp[0], tp[1]).encode(), None
+    return OffsetCommitKey(group_id, tp[0], tp[1]).encode(), None
 
 
-def _commit_time(c: CommittedOffset) -> int:
-    return c.commit_timestamp
-
-
-def expiration_base(group: Group) -> Callable[[CommittedOffset], int] | None:
-    """Kafka's ClassicGroup.offsetExpirationCondition: what an offset's retention period counts from,
-    or None when no offset of the group may expire now.
-
-    - A group with a protocol type that is Empty: the time it became Empty (the commit time for a group
-      record written without a state timestamp).
-    - A Stable consumer group that knows its subscriptions: the commit time, for the topics it no longer
-      subscribes to.
-    - A standalone group (it only commits, nobody ever joined): the commit time.
-    """
-    if group.protocol_type:
-        if group.state is GroupState.EMPTY:
-            empty_since = group.state_timestamp
-            return _commit_time if empty_since is None else (lambda _c: empty_since)
-        if (
-            group.uses_consumer_protocol()
-            and group.subscribed_topics is not None
-            and group.is_in(GroupState.STABLE)
-        ):
-            return _commit_time
-        return None
-    return _commit_time
+# producer id -> group -> partition -> the offset its open transaction commits
+PendingTxnOffsets = dict[int, dict[str, dict[TopicPartition, CommittedOffset]]]
 
 
 class OffsetManager:
-    """group id -> (topic, partition) -> the latest commit; owned by the event loop."""
+    """group id -> (topic, partition) -> the latest commit, and the pending transactional ones; owned by
+    the event loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: OffsetsStore, groups: GroupMembership) -> None:
+        self.store = store
+        self.groups = groups
         self.by_group: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        # Transactional offset commits (KIP-98) awaiting their transaction's marker. They count for nothing
+        # (KIP-68 included) until the COMMIT marker, and are forgotten at the ABORT marker.
+        self.pending_txn: PendingTxnOffsets = {}
 
-    def replay(self, key: OffsetKey, value: OffsetValue | None) -> None:
-        """One `__consumer_offsets` record read back on start; a tombstone removes the commit."""
-        tp = (key.topic, key.partition)
-        if value is None:
-            committed = self.by_group.get(key.group)
-            if committed is not None:
-                committed.pop(tp, None)
-                if not committed:
-                    del self.by_group[key.group]
-        else:
-            c = CommittedOffset(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp)
-            self.by_group.setdefault(key.group, {})[tp] = c
+    # ---- OffsetCommit, OffsetFetch ---------------------------------------------------------
+
+    def validate_commit(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        api_version: int = 9,
+    ) -> int:
+        """Who may commit for the group right now (Kafka's validateOffsetCommit); 0 if allowed.
+
+        Generation -1 from nobody commits for an Empty or unknown group (admin tools, standalone
+        consumers); otherwise the member and generation must be current, and a commit during
+        CompletingRebalance gets REBALANCE_IN_PROGRESS. A member's commit keeps its session alive.
+        """
+        group = self.groups.groups.get(group_id)
+        if group is None:
+            if generation < 0:
+                log.info("group %s: created by a standalone offset commit", group_id)
+                self.groups.ensure_group(group_id)
+                return 0
+            return int(E.GroupIdNotFoundError.errno if api_version >= 9 else E.IllegalGenerationError.errno)
+        if group.is_in(GroupState.DEAD):
+            return int(E.CoordinatorNotAvailableError.errno)
+        if generation < 0 and group.is_in(GroupState.EMPTY):
+            return 0
+        if generation >= 0 or member_id or group_instance_id is not None:
+            error = group.validate_member(member_id, group_instance_id)
+            if error:
+                return error
+            if generation != group.generation:
+                return int(E.IllegalGenerationError.errno)
+        elif not group.is_in(GroupState.EMPTY):
+            return int(E.UnknownMemberIdError.errno)
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            return int(E.RebalanceInProgressError.errno)
+        if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+            self.groups.reschedule_heartbeat(group, group.members[member_id])
+        return 0
 
     def commit(self, group_id: str, commits: dict[TopicPartition, CommittedOffset]) -> None:
+        """Write the commits to `__consumer_offsets`, then make them visible."""
+        self.store.append(group_id, [commit_record(group_id, tp, c) for tp, c in commits.items()])
         self.by_group.setdefault(group_id, {}).update(commits)
+        self.groups.ensure_group(group_id)
 
     def fetch(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
         return self.by_group.get(group_id, {})
 
-    def has(self, group_id: str, tp: TopicPartition) -> bool:
-        return tp in self.by_group.get(group_id, {})
+    def committed_snapshot(self, groups: Iterable[str]) -> CommittedOffsets:
+        """The committed offsets of `groups` (the ones consumed retention counts; KIP-68 input)."""
+        return CommittedOffsets(
+            {g: {tp: c.offset for tp, c in self.by_group[g].items()} for g in groups if g in self.by_group}
+        )
+
+    # ---- transactional offsets (KIP-98, KIP-447) -------------------------------------------
+
+    def validate_txn_commit(
+        self, group_id: str, generation: int, member_id: str, group_instance_id: str | None
+    ) -> int:
+        """Kafka's validateOffsetCommit for TxnOffsetCommit: a member's generation is checked when given
+        (KIP-447); without one (generation -1, older producers) any group accepts it."""
+        group = self.groups.groups.get(group_id)
+        if group is None:
+            if generation < 0:
+                self.groups.ensure_group(group_id)
+                return 0
+            return int(E.IllegalGenerationError.errno)
+        if group.is_in(GroupState.DEAD):
+            return int(E.CoordinatorNotAvailableError.errno)
+        if generation < 0 and group.is_in(GroupState.EMPTY):
+            return 0
+        if generation >= 0 or member_id or group_instance_id is not None:
+            error = group.validate_member(member_id, group_instance_id)
+            if error:
+                return error
+            if generation != group.generation:
+                return int(E.IllegalGenerationError.errno)
+        return 0
+
+    def txn_commit(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commits: dict[TopicPartition, CommittedOffset],
+    ) -> None:
+        """Write the offsets as part of the producer's transaction; they stay pending until its marker."""
+        records = [commit_record(group_id, tp, c) for tp, c in commits.items()]
+        now = self.groups.timer.now_ms()
+        self.store.append_transactional(group_id, producer_id, producer_epoch, records, now)
+        self.pending_txn.setdefault(producer_id, {}).setdefault(group_id, {}).update(commits)
+        self.groups.ensure_group(group_id)
+
+    def complete_txn_offsets(self, producer_id: int, partition: int, *, commit: bool) -> None:
+        """The transaction coordinator wrote the producer's marker to `__consumer_offsets` partition
+        ``partition``: the pending offsets of the groups there become committed, or are dropped."""
+        by_group = self.pending_txn.get(producer_id, {})
+        for group_id in [g for g in by_group if self.store.partition_for(g) == partition]:
+            offsets = by_group.pop(group_id)
+            if commit:
+                self.by_group.setdefault(group_id, {}).update(offsets)
+                self.groups.ensure_group(group_id)
+        if not by_group:
+            self.pending_txn.pop(producer_id, None)
+
+    def has_pending_txn_offset(self, group_id: str, tp: TopicPartition | None = None) -> bool:
+        """Whether an open transaction holds an offset of the group (of ``tp``): OffsetFetch with
+        require_stable answers UNSTABLE_OFFSET_COMMIT then (KIP-447)."""
+        return any(
+            group_id in by_group and (tp is None or tp in by_group[group_id])
+            for by_group in self.pending_txn.values()
+        )
+
+    def pending_partitions(self, group_id: str) -> set[TopicPartition]:
+        """The partitions of the group an open transaction commits (they do not expire meanwhile)."""
+        return {tp for by_group in self.pending_txn.values() for tp in by_group.get(group_id, {})}
+
+    # ---- deletion --------------------------------------------------------------------------
 
     def remove(self, group_id: str, tps: Iterable[TopicPartition]) -> list[Record]:
         """Forget the commits; the tombstones to write for them."""
@@ -103,29 +200,51 @@ class OffsetManager:
     def remove_all(self, group_id: str) -> list[Record]:
         return self.remove(group_id, list(self.by_group.get(group_id, {})))
 
-    def expire(
-        self, group: Group, now_ms: int, retention_ms: int, *, keep: set[TopicPartition] | None = None
-    ) -> tuple[list[Record], bool]:
-        """Kafka's cleanupExpiredOffsets: tombstones for the expired commits of `group`, and whether
-        nothing is left (the group may then be deleted if it is Empty)."""
-        committed = self.by_group.get(group.group_id)
-        if not committed:
-            return [], True
-        base = expiration_base(group)
-        if base is None:
-            return [], False
-        expired = [
-            tp
-            for tp, c in committed.items()
-            if not group.is_subscribed_to_topic(tp[0])
-            and now_ms - base(c) >= retention_ms
-            and not (keep and tp in keep)
-        ]
-        all_expired = len(expired) == len(committed)
-        return self.remove(group.group_id, expired), all_expired
+    def delete_offsets(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> tuple[int, dict[TopicPartition, int]]:
+        """OffsetDelete (KIP-496): (group error, per-partition errors); topics the group consumes stay."""
+        group = self.groups.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return int(E.GroupIdNotFoundError.errno), {}
+        if not group.is_in(GroupState.EMPTY) and not group.uses_consumer_protocol():
+            return int(E.NonEmptyGroupError.errno), {}
+        result: dict[TopicPartition, int] = {}
+        removable: list[TopicPartition] = []
+        for tp in partitions:
+            if group.is_subscribed_to_topic(tp[0]):
+                result[tp] = int(E.GroupSubscribedToTopicError.errno)
+            else:
+                result[tp] = 0
+                removable.append(tp)
+        records = self.remove(group_id, removable)
+        if records:
+            self.store.append(group_id, records)
+        return 0, result
 
-    def committed_snapshot(self, groups: Iterable[str]) -> CommittedOffsets:
-        """The committed offsets of `groups` (the ones consumed retention counts; KIP-68 input)."""
-        return CommittedOffsets(
-            {g: {tp: c.offset for tp, c in self.by_group[g].items()} for g in groups if g in self.by_group}
-        )
+    def on_topic_deleted(self, topic: str) -> int:
+        """DeleteTopics deleted ``topic``: every group's commits of its partitions get tombstones, and
+        pending transactional ones are dropped, so a topic re-created with that name starts with no
+        committed offset (Kafka's onPartitionsDeleted; GroupMetadataManager.cleanupGroupMetadata before
+        4.0). A group left Empty with no offsets goes at the next offsets retention check, as in Kafka.
+        Returns how many commits were removed."""
+        doomed: dict[str, set[TopicPartition]] = {}
+        for group_id, committed in self.by_group.items():
+            doomed.setdefault(group_id, set()).update(tp for tp in committed if tp[0] == topic)
+        for by_group in self.pending_txn.values():
+            for group_id, pending in list(by_group.items()):
+                tps = {tp for tp in pending if tp[0] == topic}
+                doomed.setdefault(group_id, set()).update(tps)
+                for tp in tps:
+                    del pending[tp]
+                if not pending:
+                    del by_group[group_id]
+        removed = 0
+        for group_id, tps in doomed.items():
+            if not tps:
+                continue
+            # A tombstone for a pending offset too, as Kafka writes: its transaction's marker, replayed
+            # after it, then finds nothing to make visible.
+            removed += len(self.remove(group_id, tps))
+            self.store.append(group_id, [tombstone(group_id, tp) for tp in sorted(tps)])
+        return removed

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
-from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC, partition_for
 from ebb_broker.log.records import Record, encode_batch
 from ebb_broker.log.validator import AppendOrigin
+from ebb_formats.consumer_offsets import OFFSETS_TOPIC, partition_for
+from ebb_formats.record_batch import control_type
 
 if TYPE_CHECKING:
     from ebb_broker.log import LogManager
@@ -30,8 +31,6 @@ log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)}
 _READ_CHUNK = 1 << 20
-# Kafka's ControlRecordType in a control record's key (version int16, type int16).
-ABORT_MARKER, COMMIT_MARKER = 0, 1
 
 
 @dataclass(frozen=True)
@@ -43,7 +42,7 @@ class StoredRecord:
     value: bytes | None  # None: a tombstone (or a marker)
     producer_id: int = -1
     transactional: bool = False
-    marker: int | None = None  # ABORT_MARKER / COMMIT_MARKER for a transaction marker (key is b"")
+    marker: int | None = None  # a transaction marker's ControlRecordType (record_batch.COMMIT, ...); key b""
 
 
 class OffsetsStore:
@@ -132,7 +131,7 @@ class OffsetsStore:
                     for rec in batch:
                         if rec.offset >= offset and rec.key is not None:
                             if control:
-                                kind = int.from_bytes(bytes(rec.key)[2:4], "big", signed=True)
+                                kind = control_type(bytes(rec.key))
                                 yield StoredRecord(partition, b"", None, batch.producer_id, True, kind)
                             else:
                                 value = None if rec.value is None else bytes(rec.value)

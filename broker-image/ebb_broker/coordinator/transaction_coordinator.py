@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING
 
 from kafka import errors as E
 
-from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC, RecordFormatError
 from ebb_broker.coordinator.offsets_store import OFFSETS_TOPIC_CONFIG, OffsetsStore
 from ebb_broker.coordinator.timer import CoordinatorTimer
 from ebb_broker.coordinator.transaction_records import TRANSACTION_STATE_TOPIC, TxnKey, TxnState, TxnValue
 from ebb_broker.log.errors import LogError
+from ebb_formats.consumer_offsets import OFFSETS_TOPIC, RecordFormatError
 
 if TYPE_CHECKING:
     from ebb_broker.coordinator.group_coordinator import GroupCoordinator
@@ -329,7 +329,7 @@ class TransactionCoordinator:
                 log.error("transaction %s: marker for %s-%d failed: %s", meta.transactional_id, topic, p, exc)
                 continue
             if topic == OFFSETS_TOPIC:
-                self.groups.complete_txn_offsets(meta.producer_id, p, commit=commit)
+                self.groups.offsets.complete_txn_offsets(meta.producer_id, p, commit=commit)
 
     def _persist(self, meta: TxnMetadata) -> None:
         self.store.append(

@@ -13,7 +13,7 @@ import enum
 import struct
 from dataclasses import dataclass, field
 
-from ebb_broker.coordinator.offsets_records import RecordFormatError
+from ebb_formats.consumer_offsets import RecordFormatError
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 

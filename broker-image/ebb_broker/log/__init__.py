@@ -15,6 +15,7 @@ from ebb_broker.log.log import (
     LogStartMove,
     LogStartOffsetIncrementReason,
     ReadResult,
+    RecordsDeleted,
 )
 from ebb_broker.log.log_config import LogConfig, LogManagerConfig
 from ebb_broker.log.log_manager import LogManager, NewTopic, RetentionReport, TopicMetadata
@@ -33,6 +34,7 @@ __all__ = [
     "LogStartOffsetIncrementReason",
     "NewTopic",
     "ReadResult",
+    "RecordsDeleted",
     "RetentionReport",
     "TopicMetadata",
 ]

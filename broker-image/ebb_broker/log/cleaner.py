@@ -40,8 +40,9 @@ from ebb_broker.log import files
 from ebb_broker.log.compression import Compression
 from ebb_broker.log.local_log import SwapStage
 from ebb_broker.log.log import Log
-from ebb_broker.log.records import BatchHeader, decode_records, encode_batch, scan_keys, splice_batch
+from ebb_broker.log.records import decode_records, encode_batch, scan_keys, splice_batch
 from ebb_broker.log.segment import INT_MAX, BatchInfo, Segment
+from ebb_formats.record_batch import BatchHeader
 
 log = logging.getLogger(__name__)
 
@@ -379,7 +380,7 @@ def _emptied(
 
 
 def _header_of(batch: bytes) -> BatchHeader:
-    from ebb_broker.log.records import read_header
+    from ebb_formats.record_batch import read_header
 
     return read_header(batch)
 

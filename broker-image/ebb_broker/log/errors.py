@@ -5,7 +5,27 @@ It imports nothing, so every other module of the engine (and the broker's own co
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+SHOWN_CHARACTERS = 256  # a legal topic name (249 characters) shows whole
+SHOWN_ITEMS = 10
+
+
+def shown(value: object, limit: int = SHOWN_CHARACTERS) -> str:
+    """How a value a client sent appears in a message (the error it gets back, a log line): its repr, cut
+    after ``limit`` characters with its length said, so a hostile request cannot make the broker echo or
+    log megabytes. The broker's one truncation of messages (`shown_all` for lists)."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
+def shown_all(items: Sequence[str], limit: int = SHOWN_ITEMS, separator: str = ", ") -> str:
+    """The first ``limit`` items, joined, and how many more there are."""
+    head = separator.join(items[:limit])
+    return head if len(items) <= limit else f"{head}{separator}... ({len(items) - limit} more)"
 
 
 class LogError(Exception):

@@ -44,15 +44,7 @@ from ebb_broker.log.local_log import LocalLog, ScheduleDelete, delete_now
 from ebb_broker.log.log_config import LogConfig
 from ebb_broker.log.log_loader import load_log
 from ebb_broker.log.producer_state import CompletedTxn, ProducerEntry, ProducerStateManager
-from ebb_broker.log.records import (
-    ABORT,
-    COMMIT,
-    CONTROL_KEY,
-    END_TXN_MARKER,
-    Record,
-    encode_batch,
-    read_end_txn_marker,
-)
+from ebb_broker.log.records import Record, encode_batch, read_end_txn_marker
 from ebb_broker.log.retention import (
     CommittedOffsets,
     RetentionReason,
@@ -66,6 +58,7 @@ from ebb_broker.log.retention import (
 from ebb_broker.log.segment import BatchInfo, Segment
 from ebb_broker.log.transaction_index import AbortedTxn
 from ebb_broker.log.validator import AppendOrigin, ValidatedBatch, validate_records
+from ebb_formats.record_batch import ABORT, COMMIT, CONTROL_KEY, END_TXN_MARKER
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +79,19 @@ def wall_clock_ms() -> int:
 class LogStartOffsetIncrementReason(enum.Enum):
     CLIENT_RECORD_DELETION = "client-record-deletion"  # DeleteRecords (KIP-107)
     SEGMENT_DELETION = "segment-deletion"  # a retention pass removed the segments below
+
+
+@dataclass(frozen=True)
+class RecordsDeleted:
+    """What DeleteRecords did to one partition: its low watermark (log start offset) before and after."""
+
+    before: int
+    low_watermark: int
+
+    @property
+    def count(self) -> int:
+        """Offsets the move put below the low watermark (0: it was already there or beyond)."""
+        return self.low_watermark - self.before
 
 
 @dataclass(frozen=True)
@@ -159,9 +165,6 @@ class Log:
         self._lock = threading.RLock()
         self._unflushed_messages = 0
         self._last_flush_ms = local.clock()
-        # Called (outside the lock) after DeleteRecords moved the log start offset; the LogManager writes
-        # log-start-offset-checkpoint then, so a deletion it acknowledged survives a crash.
-        self.on_log_start_offset_change: Callable[[Log], None] | None = None
         # Called with every move of the log start offset, by whichever thread made it, under the log's lock
         # (so before any reader can see the move): it must neither block nor call into the engine.
         self.on_log_start_move: Callable[[LogStartMove], None] | None = None
@@ -562,9 +565,11 @@ class Log:
 
     # -- log start offset (KIP-107) -----------------------------------------------------------------------
 
-    def delete_records(self, offset: int) -> int:
-        """DeleteRecords: move the log start offset to ``offset`` (-1 = high watermark); returns the new
-        low watermark. Idempotent; never backwards; refused on compact-only topics."""
+    def delete_records(self, offset: int) -> RecordsDeleted:
+        """DeleteRecords: move the log start offset to ``offset``, -1 meaning the high watermark, both read
+        under the log's lock. Idempotent; never backwards; refused on compact-only topics. Durable once
+        log-start-offset-checkpoint is written: `LogManager.delete_records` does that for the moves it
+        makes."""
         with self._lock:
             if not self.config.delete:
                 raise PolicyViolationError(
@@ -574,13 +579,11 @@ class Log:
                 offset = self.high_watermark
             if offset < 0:
                 raise OffsetOutOfRangeError(f"cannot delete records before negative offset {offset}")
-            moved = self.maybe_increment_log_start_offset(
+            before = self._log_start_offset
+            self.maybe_increment_log_start_offset(
                 offset, LogStartOffsetIncrementReason.CLIENT_RECORD_DELETION
             )
-            low_watermark = self._log_start_offset
-        if moved and self.on_log_start_offset_change is not None:
-            self.on_log_start_offset_change(self)
-        return low_watermark
+            return RecordsDeleted(before, self._log_start_offset)
 
     def maybe_increment_log_start_offset(self, new: int, reason: LogStartOffsetIncrementReason) -> bool:
         """Raise the log start offset (never past the high watermark, never backwards)."""

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from ebb_broker.log.errors import InvalidConfigError
+from ebb_broker.log.errors import InvalidConfigError, shown, shown_all
 
 LONG_MAX = 2**63 - 1
 LONG_MIN = -(2**63)
@@ -59,11 +59,11 @@ def invalid_config(exc: ValidationError, kind: str) -> InvalidConfigError:
     for err in exc.errors():
         key = ".".join(str(p) for p in err["loc"]) or "(config)"
         if err["type"] == "extra_forbidden":
-            parts.append(f"unknown {kind} config {key!r}")
+            parts.append(f"unknown {kind} config {shown(key)}")
         else:
             msg = str(err["msg"]).removeprefix("Value error, ")
-            parts.append(f"{kind} config {key!r}: {msg} (got {err.get('input')!r})")
-    return InvalidConfigError("; ".join(parts))
+            parts.append(f"{kind} config {shown(key)}: {msg} (got {shown(err.get('input'))})")
+    return InvalidConfigError(shown_all(parts, separator="; "))
 
 
 class KafkaStyleConfig(BaseModel):

@@ -23,7 +23,7 @@ from ebb_broker.log.errors import (
     OutOfOrderSequenceError,
     TransactionCoordinatorFencedError,
 )
-from ebb_broker.log.records import COMMIT, BatchHeader
+from ebb_formats.record_batch import COMMIT, BatchHeader
 
 BATCHES_TO_RETAIN = 5
 _SEQ_MOD = 2**31

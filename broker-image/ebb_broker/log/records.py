@@ -1,16 +1,12 @@
-"""The v2 record batch (magic 2): header view, CRC-32C validation, record decoding and a batch builder.
+"""The v2 record batch as the log engine uses it: CRC-32C validation, record decoding, key scans for the
+cleaner, and a batch builder.
 
-Byte layout (Kafka's DefaultRecordBatch), 61-byte header then the records section::
-
-    baseOffset i64 | length i32 | partitionLeaderEpoch i32 | magic i8 | crc u32 | attributes i16 |
-    lastOffsetDelta i32 | baseTimestamp i64 | maxTimestamp i64 | producerId i64 | producerEpoch i16 |
-    baseSequence i32 | count i32 | records...
-
-``length`` counts the bytes after itself; the CRC-32C covers ``attributes`` to the end. baseOffset and
-partitionLeaderEpoch sit before the CRC on purpose: the broker stamps them without recomputing it. The
-produce path checks every record without building objects (validator.py); records are decoded into
-``Record`` objects where a feature needs their contents (the cleaner, tombstone detection, timestamp
-lookups inside a batch).
+The layout itself (the 61-byte header, its attribute bits, control records) is Kafka's format, in
+`ebb_formats.record_batch`, and the varints inside records are `ebb_formats.varint`'s; this module adds
+what the engine does with them: the CRC check (google_crc32c), compression, Ebb's explicit tombstones
+(KIP-87), and the record walks. The produce path checks every record without building objects
+(validator.py); records are decoded into ``Record`` objects where a feature needs their contents (the
+cleaner, tombstone detection, timestamp lookups inside a batch).
 """
 
 from __future__ import annotations
@@ -19,106 +15,38 @@ import struct
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import google_crc32c
 
 from ebb_broker.log.compression import Compression, compress, decompress
 from ebb_broker.log.errors import CorruptRecordError
-
-HEADER = struct.Struct(">qiibIhiqqqhii")
-HEADER_SIZE = HEADER.size  # 61
-LOG_OVERHEAD = 12  # baseOffset + length: the part of a batch not counted by `length`
-MAGIC = 2
-CRC_START = 21  # attributes onwards is covered by the CRC
-MAX_TS_POS = 35
-BASE_TS_POS = 27
-ATTR_POS = 21
-
-COMPRESSION_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08  # 1 = LogAppendTime
-TRANSACTIONAL_MASK = 0x10
-CONTROL_MASK = 0x20
-DELETE_HORIZON_MASK = 0x40  # KIP-534: baseTimestamp holds the tombstone delete horizon
+from ebb_formats.record_batch import (
+    COMPRESSION_MASK,
+    CONTROL_KEY,
+    CONTROL_MASK,
+    COUNT_POS,
+    CRC_POS,
+    CRC_START,
+    CREATE_TIME,
+    DELETE_HORIZON_MASK,
+    END_TXN_MARKER,
+    HEADER,
+    HEADER_SIZE,
+    LAST_OFFSET_DELTA_POS,
+    LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    MAGIC,
+    NO_TIMESTAMP,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+    BatchHeader,
+    read_header,
+)
+from ebb_formats.varint import VarintError, read_varint, write_varint
 
 RECORD_TOMBSTONE_ATTR = 0x01  # Ebb's KIP-87 explicit tombstone: bit 0 of the record attributes byte
 TOMBSTONE_HEADER = "ebb.tombstone"  # ... or this header, for clients that cannot set record attributes
-
-NO_TIMESTAMP = -1
-CREATE_TIME = 0
-LOG_APPEND_TIME = 1
-
-# A control record (Kafka's ControlRecordType and EndTransactionMarker): key = version int16 + type int16,
-# an end-transaction marker's value = version int16 + coordinatorEpoch int32.
-CONTROL_KEY = struct.Struct(">hh")
-END_TXN_MARKER = struct.Struct(">hi")
-ABORT, COMMIT = 0, 1  # ControlRecordType
-
-
-class BatchHeader(NamedTuple):
-    """The 61-byte v2 batch header, decoded."""
-
-    base_offset: int
-    length: int
-    partition_leader_epoch: int
-    magic: int
-    crc: int
-    attributes: int
-    last_offset_delta: int
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    count: int  # type: ignore[assignment]  # Kafka's field name; shadows tuple.count, never called
-
-    @property
-    def size(self) -> int:
-        """Bytes of the whole batch on disk."""
-        return self.length + LOG_OVERHEAD
-
-    @property
-    def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
-
-    @property
-    def next_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta + 1
-
-    @property
-    def compression(self) -> int:
-        return self.attributes & COMPRESSION_MASK
-
-    @property
-    def timestamp_type(self) -> int:
-        return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
-
-    @property
-    def is_transactional(self) -> bool:
-        return bool(self.attributes & TRANSACTIONAL_MASK)
-
-    @property
-    def is_control(self) -> bool:
-        return bool(self.attributes & CONTROL_MASK)
-
-    @property
-    def has_delete_horizon(self) -> bool:
-        return bool(self.attributes & DELETE_HORIZON_MASK)
-
-    @property
-    def delete_horizon_ms(self) -> int | None:
-        return self.base_timestamp if self.attributes & DELETE_HORIZON_MASK else None
-
-    @property
-    def last_sequence(self) -> int:
-        if self.base_sequence < 0:
-            return -1
-        return (self.base_sequence + self.last_offset_delta) % (2**31)
-
-
-def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
-    """Decode the header at ``pos``; the caller guarantees HEADER_SIZE bytes are there."""
-    return BatchHeader._make(HEADER.unpack_from(buf, pos))
+_LENGTH = struct.Struct(">i")
 
 
 def crc32c(data: bytes | bytearray | memoryview) -> int:
@@ -176,31 +104,6 @@ class Record:
         return null_value_is_tombstone and self.value is None
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    b = buf[pos]
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos + 1
-    result, shift = b & 0x7F, 7
-    while True:
-        pos += 1
-        b = buf[pos]
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (result >> 1) ^ -(result & 1), pos + 1
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordError("varint too long")
-
-
-def _write_varint(out: bytearray, value: int) -> None:
-    v = (value << 1) ^ (value >> 63)
-    v &= 0xFFFFFFFFFFFFFFFF
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-
-
 def batch_records_section(batch: bytes | memoryview, header: BatchHeader) -> bytes:
     """The records section of a batch, decompressed."""
     return decompress(header.compression, batch[HEADER_SIZE : header.size])
@@ -217,24 +120,24 @@ def decode_records(batch: bytes | memoryview, header: BatchHeader | None = None)
     pos = 0
     try:
         for _ in range(header.count):
-            length, pos = _varint(data, pos)
+            length, pos = read_varint(data, pos)
             end = pos + length
             attributes = data[pos]
-            ts_delta, p = _varint(data, pos + 1)
-            off_delta, p = _varint(data, p)
-            klen, p = _varint(data, p)
+            ts_delta, p = read_varint(data, pos + 1)
+            off_delta, p = read_varint(data, p)
+            klen, p = read_varint(data, p)
             key = None if klen < 0 else data[p : p + klen]
             p += max(klen, 0)
-            vlen, p = _varint(data, p)
+            vlen, p = read_varint(data, p)
             value = None if vlen < 0 else data[p : p + vlen]
             p += max(vlen, 0)
-            nheaders, p = _varint(data, p)
+            nheaders, p = read_varint(data, p)
             headers: list[tuple[str, bytes | None]] = []
             for _h in range(nheaders):
-                hk, p = _varint(data, p)
+                hk, p = read_varint(data, p)
                 hkey = data[p : p + hk].decode()
                 p += hk
-                hv, p = _varint(data, p)
+                hv, p = read_varint(data, p)
                 headers.append((hkey, None if hv < 0 else data[p : p + hv]))
                 p += max(hv, 0)
             if p != end:
@@ -244,6 +147,8 @@ def decode_records(batch: bytes | memoryview, header: BatchHeader | None = None)
             out.append(Record(base_offset + off_delta, ts, key, value, tuple(headers), attributes))
     except (IndexError, UnicodeDecodeError) as exc:
         raise CorruptRecordError(f"malformed record in batch at offset {base_offset}: {exc}") from None
+    except VarintError:
+        raise CorruptRecordError("varint too long") from None
     if pos != len(data):
         raise CorruptRecordError(
             f"batch at offset {base_offset} has {len(data) - pos} bytes after its records"
@@ -278,25 +183,25 @@ def encode_record(
     """Append one v2 record (length-prefixed) to ``out``."""
     body = bytearray()
     body.append(attributes & 0xFF)
-    _write_varint(body, timestamp_delta)
-    _write_varint(body, offset_delta)
+    write_varint(body, timestamp_delta)
+    write_varint(body, offset_delta)
     for field in (key, value):
         if field is None:
-            _write_varint(body, -1)
+            write_varint(body, -1)
         else:
-            _write_varint(body, len(field))
+            write_varint(body, len(field))
             body += field
-    _write_varint(body, len(headers))
+    write_varint(body, len(headers))
     for hkey, hvalue in headers:
         raw = hkey.encode()
-        _write_varint(body, len(raw))
+        write_varint(body, len(raw))
         body += raw
         if hvalue is None:
-            _write_varint(body, -1)
+            write_varint(body, -1)
         else:
-            _write_varint(body, len(hvalue))
+            write_varint(body, len(hvalue))
             body += hvalue
-    _write_varint(out, len(body))
+    write_varint(out, len(body))
     out += body
 
 
@@ -371,7 +276,7 @@ def encode_batch(
         )
     )
     crc = google_crc32c.extend(google_crc32c.value(bytes(header[CRC_START:])), section)
-    struct.pack_into(">I", header, 17, crc)
+    struct.pack_into(">I", header, CRC_POS, crc)
     return bytes(header) + section
 
 
@@ -446,7 +351,7 @@ def scan_keys(
     keys: list[bytes | None] = []
     tombs: list[int] = []
     pos = 0
-    varint = _varint
+    varint = read_varint
     try:
         for _ in range(header.count):
             if starts is not None:
@@ -509,17 +414,19 @@ def scan_keys(
             pos = end
     except IndexError:
         raise CorruptRecordError(f"malformed record in batch at offset {base}") from None
+    except VarintError:
+        raise CorruptRecordError("varint too long") from None
     return offsets, keys, tombs
 
 
 def _has_tombstone_header(data: bytes, p: int) -> bool:
-    nh, p = _varint(data, p)
+    nh, p = read_varint(data, p)
     for _h in range(nh):
-        hk, p = _varint(data, p)
+        hk, p = read_varint(data, p)
         if data[p : p + hk] == _TOMBSTONE_HEADER_BYTES:
             return True
         p += hk
-        hv, p = _varint(data, p)
+        hv, p = read_varint(data, p)
         p += max(hv, 0)
     return False
 
@@ -556,9 +463,9 @@ def splice_batch(
     if not keep_last_offset_delta and kept:
         last_delta = offsets[kept[-1]] - header.base_offset
     head = bytearray(batch[:HEADER_SIZE])
-    struct.pack_into(">i", head, 8, HEADER_SIZE - LOG_OVERHEAD + len(section))
-    struct.pack_into(">i", head, 23, last_delta)
-    struct.pack_into(">i", head, 57, len(kept))
+    _LENGTH.pack_into(head, 8, HEADER_SIZE - LOG_OVERHEAD + len(section))
+    _LENGTH.pack_into(head, LAST_OFFSET_DELTA_POS, last_delta)
+    _LENGTH.pack_into(head, COUNT_POS, len(kept))
     crc = google_crc32c.extend(google_crc32c.value(bytes(head[CRC_START:])), section)
-    struct.pack_into(">I", head, 17, crc)
+    struct.pack_into(">I", head, CRC_POS, crc)
     return bytes(head) + section

@@ -18,20 +18,18 @@ from ebb_broker.log.errors import CorruptIndexError, CorruptRecordError
 from ebb_broker.log.file_handles import LazyFile
 from ebb_broker.log.offset_index import OffsetIndex
 from ebb_broker.log.producer_state import CompletedTxn
-from ebb_broker.log.records import (
+from ebb_broker.log.records import crc32c, decode_records, read_end_txn_marker
+from ebb_broker.log.time_index import TimeIndex
+from ebb_broker.log.transaction_index import AbortedTxn, TransactionIndex
+from ebb_formats.record_batch import (
     CRC_START,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC,
     NO_TIMESTAMP,
     BatchHeader,
-    crc32c,
-    decode_records,
-    read_end_txn_marker,
     read_header,
 )
-from ebb_broker.log.time_index import TimeIndex
-from ebb_broker.log.transaction_index import AbortedTxn, TransactionIndex
 
 INT_MAX = 2**31 - 1
 _READ_CHUNK = 8 * 1024 * 1024

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ebb_broker.log.errors import CorruptIndexError
 from ebb_broker.log.index import IndexFile
-from ebb_broker.log.records import NO_TIMESTAMP
+from ebb_formats.record_batch import NO_TIMESTAMP
 
 _ENTRY = struct.Struct(">qi")
 

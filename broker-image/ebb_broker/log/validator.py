@@ -59,7 +59,8 @@ from ebb_broker.log.errors import (
     RecordValidationError,
 )
 from ebb_broker.log.log_config import LogConfig
-from ebb_broker.log.records import (
+from ebb_broker.log.records import validate_batch
+from ebb_formats.record_batch import (
     CRC_START,
     HEADER,
     HEADER_SIZE,
@@ -67,15 +68,13 @@ from ebb_broker.log.records import (
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
-    validate_batch,
 )
+from ebb_formats.varint import VarintError, read_varint
 
 # attributes i8, then timestamp delta, offset delta, key length, value length, header count (one byte
 # each at their smallest): the shortest record body after its length varint.
 MIN_RECORD_BODY = 6
 MIN_RECORD_SIZE = MIN_RECORD_BODY + 1
-# Kafka's ByteUtils refuses a varint longer than 5 bytes and a varlong longer than 10.
-_MAX_VARINT_SHIFT = 63
 _LONG_MAX = 2**63 - 1
 _LONG_MIN = -(2**63)
 _CODEC_BY_NAME = {
@@ -249,20 +248,6 @@ def _validate_batch_header(header: BatchHeader, topic_partition: str, origin: Ap
             )
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A zig-zag varint (or varlong) at ``pos``: (value, next position)."""
-    result, shift = 0, 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > _MAX_VARINT_SHIFT:
-            raise InvalidRecordError("varint is too long")
-
-
 def scan_records(data: bytes, pos: int, count: int) -> tuple[int, int, int]:
     """Walk ``count`` records from ``data[pos]`` to the end of ``data``, checking their structure (the
     module docstring, step 3).
@@ -272,7 +257,7 @@ def scan_records(data: bytes, pos: int, count: int) -> tuple[int, int, int]:
     two-byte varints (every length below 8 KiB, every offset delta below 8192) are decoded inline, values
     are skipped, nothing is allocated per record.
     """
-    varint = _varint
+    varint = read_varint
     end = len(data)
     min_body = MIN_RECORD_BODY
     min_ts, max_ts = _LONG_MAX, _LONG_MIN
@@ -354,6 +339,8 @@ def scan_records(data: bytes, pos: int, count: int) -> tuple[int, int, int]:
             pos = rec_end
     except IndexError:
         raise InvalidRecordError(f"record {i} of {count} is truncated") from None
+    except VarintError as exc:
+        raise InvalidRecordError(str(exc)) from None
     if pos != end:
         raise InvalidRecordError(
             f"Incorrect declared batch size, {end - pos} bytes of records remain after {count} records"
@@ -362,21 +349,21 @@ def scan_records(data: bytes, pos: int, count: int) -> tuple[int, int, int]:
 
 
 def _bad_length(data: bytes, pos: int, i: int, end: int) -> InvalidRecordError:
-    length, after = _varint(data, pos)
+    length, after = read_varint(data, pos)
     return InvalidRecordError(f"record {i} claims {length} bytes, {end - after} are left in the batch")
 
 
 def _bad_delta(data: bytes, pos: int, i: int) -> InvalidRecordError:
-    delta, _ = _varint(data, pos)
+    delta, _ = read_varint(data, pos)
     return InvalidRecordError(f"record {i} has offset delta {delta}, expected {i}")
 
 
 def _scan_headers(data: bytes, p: int, rec_end: int, i: int) -> int:
-    count, p = _varint(data, p)
+    count, p = read_varint(data, p)
     if count < 0 or count > (rec_end - p) // 2:  # a header takes at least two bytes
         raise InvalidRecordError(f"record {i} has header count {count}")
     for h in range(count):
-        klen, p = _varint(data, p)
+        klen, p = read_varint(data, p)
         if klen < 0 or p + klen > rec_end:
             raise InvalidRecordError(f"record {i} header {h} has key length {klen}")
         try:
@@ -384,7 +371,7 @@ def _scan_headers(data: bytes, p: int, rec_end: int, i: int) -> int:
         except UnicodeDecodeError:
             raise InvalidRecordError(f"record {i} header {h} key is not UTF-8") from None
         p += klen
-        vlen, p = _varint(data, p)
+        vlen, p = read_varint(data, p)
         if vlen < -1 or p + vlen > rec_end:
             raise InvalidRecordError(f"record {i} header {h} has value length {vlen}")
         p += max(vlen, 0)
@@ -395,11 +382,11 @@ def _record_fields(data: bytes, pos: int, count: int) -> list[tuple[int, int]]:
     """(timestamp delta, key length) of each record of an already-scanned records section."""
     out = []
     for _ in range(count):
-        length, pos = _varint(data, pos)
+        length, pos = read_varint(data, pos)
         end = pos + length
-        ts, p = _varint(data, pos + 1)
-        _delta, p = _varint(data, p)
-        klen, p = _varint(data, p)
+        ts, p = read_varint(data, pos + 1)
+        _delta, p = read_varint(data, p)
+        klen, p = read_varint(data, p)
         out.append((ts, klen))
         pos = end
     return out

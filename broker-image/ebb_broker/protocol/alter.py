@@ -13,7 +13,7 @@ from collections.abc import Callable
 from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError
 
 from ebb_broker.dynamic_config import DynamicConfigError, Level
-from ebb_broker.log.errors import InvalidConfigError, LogError
+from ebb_broker.log.errors import InvalidConfigError, LogError, shown
 from ebb_broker.protocol.authz import (
     CLUSTER,
     CLUSTER_AUTHORIZATION_FAILED,
@@ -65,7 +65,10 @@ def apply_broker_configs(
     elif name == str(broker.identity.node_id):
         level = Level.BROKER
     else:
-        return InvalidRequestError.errno, f"broker {name!r} is not this broker ({broker.identity.node_id})"
+        return (
+            InvalidRequestError.errno,
+            f"broker {shown(name)} is not this broker ({broker.identity.node_id})",
+        )
     if dynamic is None:
         return InvalidRequestError.errno, "dynamic broker configs are not enabled on this broker"
     try:
@@ -93,7 +96,7 @@ def apply_topic_overrides(
     if resource_type != RESOURCE_TOPIC:
         return InvalidRequestError.errno, f"resource type {resource_type} is not supported"
     if name not in broker.logs.topics():
-        return UnknownTopicOrPartitionError.errno, f"topic {name!r} does not exist"
+        return UnknownTopicOrPartitionError.errno, f"topic {shown(name)} does not exist"
     old = topic_overrides(broker, name)
     try:
         effective = {k: render(v) or "" for k, v in broker.logs.topic_config(name).to_props().items()}

@@ -49,7 +49,7 @@ def allowed(
             resource_type.name,
             name,
             session.client_host,
-            ctx.spec.name,
+            ctx.messages.name,
         )
     return ok
 

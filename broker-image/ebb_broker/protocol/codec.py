@@ -26,6 +26,11 @@ class MessagePair:
     request: Any
     response: Any
 
+    @property
+    def name(self) -> str:
+        """The API's name, as Kafka's specs call it (JoinGroup, DeleteRecords, ...)."""
+        return str(self.request.name).removesuffix("Request")
+
 
 def _subclasses(cls: type) -> Iterator[type]:
     sub: type

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ebb_broker.protocol.codec import MessagePair
 from ebb_broker.protocol.purgatory import FetchPurgatory
 
 if TYPE_CHECKING:
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     from ebb_broker.dynamic_config import DynamicBrokerConfig
     from ebb_broker.log import LogManager
     from ebb_broker.metrics import BrokerMetrics
-    from ebb_broker.protocol.registry import ApiSpec
     from ebb_broker.quota.manager import ClientQuotas
     from ebb_broker.security.authorizer import Authorizer
     from ebb_broker.security.credentials import CredentialStore
@@ -117,10 +117,11 @@ class Session:
 
 @dataclass
 class RequestContext:
-    """One decoded request: the broker, the API spec that serves it, the header fields, the session."""
+    """One decoded request: the broker, its API's request and response classes, the header fields, the
+    session."""
 
     broker: Broker
-    spec: ApiSpec
+    messages: MessagePair
     api_version: int
     correlation_id: int
     client_id: str | None
@@ -135,11 +136,11 @@ class RequestContext:
 
     def response(self, **fields: Any) -> Any:
         """A response body of this request's API at this request's version."""
-        return self.spec.messages.response[self.api_version](**fields)
+        return self.messages.response[self.api_version](**fields)
 
     @property
     def response_class(self) -> Any:
-        return self.spec.messages.response[self.api_version]
+        return self.messages.response[self.api_version]
 
     @property
     def advertised(self) -> tuple[str, int]:

@@ -2,20 +2,25 @@
 
 Each protocol module registers its key once at import (as franz-go's kfake does with `regKey`);
 a second registration of the same key is a programming error and raises at import.
+
+A handler is `async def handle(ctx: RequestContext, request: <the API's generated request class>)`: the
+server decodes the request with `messages.request`, the class kafka-python 3 generates from Kafka's JSON
+spec, and the handler's annotation names that class (`from kafka.protocol... import JoinGroupRequest`).
+kafka-python ships no type information, so to mypy those classes are Any (a typed Protocol per API
+would restate 42 specs by hand); the annotation is still checked, by a unit test that it names the class
+the server decodes with (tests/unit/broker/protocol/test_registry.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ebb_broker.protocol.codec import MessagePair, messages_for
+from ebb_broker.protocol.context import RequestContext
 
-if TYPE_CHECKING:
-    from ebb_broker.protocol.context import RequestContext
-
-Handler = Callable[["RequestContext", Any], Awaitable[Any | None]]
+Handler = Callable[[RequestContext, Any], Awaitable[Any | None]]
 """A handler gets the decoded request and returns the response body, or None for no reply (acks=0)."""
 
 
@@ -33,7 +38,7 @@ class ApiSpec:
 
     @property
     def name(self) -> str:
-        return str(self.messages.request.name).removesuffix("Request")
+        return self.messages.name
 
 
 class DuplicateApiError(RuntimeError):

@@ -34,9 +34,11 @@ import socket
 import ssl
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ebb_broker.log.errors import shown
 from ebb_broker.protocol.apis import api_versions
 from ebb_broker.protocol.codec import decode_request, fit_error_messages
 from ebb_broker.protocol.context import Activity, Broker, RequestContext, Session
@@ -112,10 +114,12 @@ class MemoryPool:
     give bytes back.
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, report: Callable[[int], object] = lambda _available: None) -> None:
         self.capacity = capacity
         self.available = capacity
         self._freed = asyncio.Condition()
+        self._report = report  # the available bytes, after each change (a metric)
+        report(capacity)
 
     async def reserve(self, size: int) -> None:
         if self.capacity < 0:
@@ -123,12 +127,14 @@ class MemoryPool:
         async with self._freed:
             await self._freed.wait_for(lambda: self.available > 0)
             self.available -= size
+            self._report(self.available)
 
     async def release(self, size: int) -> None:
         if self.capacity < 0:
             return
         async with self._freed:
             self.available += size
+            self._report(self.available)
             self._freed.notify_all()
 
 
@@ -171,7 +177,9 @@ class KafkaServer:
 
     async def start(self) -> None:
         self._slots = asyncio.Semaphore(self.limits.max_connections)
-        self._pool = MemoryPool(self.limits.queued_max_request_bytes)
+        self._pool = MemoryPool(
+            self.limits.queued_max_request_bytes, self.broker.metrics.request_pool_available.set
+        )
         for lst in self.listeners:
             sock = socket.create_server((lst.host, lst.port), backlog=1024)
             sock.setblocking(False)
@@ -423,11 +431,11 @@ class KafkaServer:
             # A large frame (a big produce) is decoded on a worker thread: other clients are served meanwhile.
             request = await asyncio.to_thread(decode) if len(frame) >= OFF_LOOP_BYTES else decode()
         except Exception as exc:  # the codec raises many types on garbage; all mean "malformed"
-            raise BadFrameError(f"malformed {spec.name} v{api_version} request: {exc!r}") from exc
+            raise BadFrameError(f"malformed {spec.name} v{api_version} request: {shown(exc)}") from exc
         header = request.header
         ctx = RequestContext(
             broker=self.broker,
-            spec=spec,
+            messages=spec.messages,
             api_version=api_version,
             correlation_id=correlation_id,
             client_id=getattr(header, "client_id", None),
@@ -444,7 +452,7 @@ class KafkaServer:
         except Exception as exc:
             # A handler bug must not take the broker down; Kafka closes the connection too.
             log.exception("%s v%d handler failed", spec.name, api_version)
-            raise BadFrameError(f"{spec.name} handler failed: {exc!r}") from exc
+            raise BadFrameError(f"{spec.name} handler failed: {shown(exc)}") from exc
         finally:
             self.broker.metrics.observe_request(spec.name, time.perf_counter() - started)
         conn.throttle_ms = ctx.throttle_ms
@@ -454,7 +462,7 @@ class KafkaServer:
             return encode_response(response, api_version, correlation_id)
         except Exception as exc:
             log.exception("%s v%d response could not be encoded", spec.name, api_version)
-            raise BadFrameError(f"{spec.name} response encoding failed: {exc!r}") from exc
+            raise BadFrameError(f"{spec.name} response encoding failed: {shown(exc)}") from exc
 
 
 def encode_response(response: Any, api_version: int, correlation_id: int) -> list[Part]:

@@ -22,13 +22,13 @@ from typing import Any
 
 from kafka.errors import InvalidRequestError, InvalidTopicError, UnknownTopicOrPartitionError
 
-from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC
 from ebb_broker.coordinator.transaction_records import TRANSACTION_STATE_TOPIC
 from ebb_broker.log import NewTopic, TopicMetadata
-from ebb_broker.log.errors import LogError, TopicExistsError
+from ebb_broker.log.errors import LogError, TopicExistsError, shown_all
 from ebb_broker.log.topic_names import invalid_reason
 from ebb_broker.protocol.context import Broker
 from ebb_broker.protocol.errors import error_code
+from ebb_formats.consumer_offsets import OFFSETS_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,7 @@ async def auto_create(broker: Broker, names: Iterable[str]) -> dict[str, int]:
         out[name] = 0 if isinstance(result, TopicExistsError) else creation_error(result)[0]
     created = [n for n, r in results.items() if isinstance(r, TopicMetadata)]
     if created:
-        shown = ", ".join(created[:10]) + (" ..." if len(created) > 10 else "")
-        log.info("auto-created %d topics with %d partitions each: %s", len(created), partitions, shown)
+        log.info(
+            "auto-created %d topics with %d partitions each: %s", len(created), partitions, shown_all(created)
+        )
     return out

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any, Protocol, cast
 
-from ebb_broker.protocol.encoded import uvarint
+from ebb_formats.varint import uvarint
 
 _TAG_BYTES = 16
 # Records shorter than this are encoded inline: not worth a placeholder and a sendfile call.

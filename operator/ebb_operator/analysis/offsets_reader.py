@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
-from ebb_operator.analysis.offsets_records import OFFSETS_TOPIC
+from ebb_formats.consumer_offsets import OFFSETS_TOPIC
 from ebb_operator.kafka import ClusterConnection
 
 

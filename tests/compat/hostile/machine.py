@@ -593,7 +593,7 @@ def run(
     if seed is not None:
         hypothesis.seed(seed)(factory)
     run_state_machine_as_test(
-        factory,
+        factory,  # type: ignore[arg-type]  # any callable returning a machine, as Hypothesis documents
         settings=hypothesis.settings(
             max_examples=budget.examples,
             stateful_step_count=budget.steps_per_example,

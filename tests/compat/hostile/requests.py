@@ -559,7 +559,7 @@ class _Strategies:
             distinct = st.lists(element(SMALL if n > SMALL_REPEAT else at.level), min_size=1, max_size=2)
             return distinct.map(lambda d: [d[i % len(d)] for i in range(n)])
 
-        branches = [
+        branches: list[st.SearchStrategy[list[Any] | None]] = [
             st.just([]),
             st.lists(element(at.level), min_size=1, max_size=3),
             st.sampled_from(repeats).flatmap(repeated),

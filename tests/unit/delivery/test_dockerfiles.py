@@ -12,6 +12,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,6 +170,29 @@ def test_every_copied_file_exists_in_the_build_context(name: str) -> None:
                 assert not dockerignored(source), f"{name}: COPY {source} is excluded by .dockerignore"
                 copied += 1
     assert copied >= 3
+
+
+@pytest.mark.parametrize("name", sorted(DOCKERFILES))
+def test_every_package_of_the_distribution_is_copied_before_it_is_installed(name: str) -> None:
+    """`pip install .` in the build stage installs the packages pyproject.toml maps (the broker, the
+    operator, and Kafka's formats both import): each one's source directory must be in the image, or the
+    image installs without it and fails at its first import."""
+    package_dirs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    copied = {
+        shlex.split(value)[0]
+        for stage in stages(DOCKERFILES[name])
+        for instruction, value in stage.instructions
+        if instruction == "COPY" and not value.startswith("--from=")
+    }
+    assert set(package_dirs.values()) <= copied, (
+        f"{name}: packages not copied: {set(package_dirs.values()) - copied}"
+    )
+    from harness.images import ebb_images
+
+    hashed = {str(p.relative_to(ROOT)) for p in ebb_images()[name].inputs}
+    assert set(package_dirs.values()) <= hashed, (
+        "harness.images must rebuild the image when a package changes"
+    )
 
 
 def test_dockerignore_keeps_the_context_small() -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.producer.transaction import AddOffsetsToTxnRequest
+
 from ebb_broker.protocol.authz import (
     GROUP,
     GROUP_AUTHORIZATION_FAILED,
@@ -30,7 +32,7 @@ from ebb_broker.protocol.transactions import fenced_as, transaction_coordinator
 API_KEY = 25
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> Any:
     if not allowed(ctx, Op.WRITE, TRANSACTIONAL_ID, request.transactional_id):
         return ctx.response(throttle_time_ms=0, error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not allowed(ctx, Op.READ, GROUP, request.group_id):

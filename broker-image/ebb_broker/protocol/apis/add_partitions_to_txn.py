@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka.errors import OperationNotAttemptedError, UnknownTopicOrPartitionError
+from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest
 
 from ebb_broker.protocol.authz import (
     TOPIC,
@@ -61,7 +62,7 @@ def _refused(
     return {tp: e or int(OperationNotAttemptedError.errno) for tp, e in errors.items()}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> Any:
     wanted = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
     txn_id = request.v3_and_below_transactional_id
     errors = _refused(ctx, txn_id, wanted)

@@ -27,6 +27,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest
+
 from ebb_broker.protocol.authz import CLUSTER, CLUSTER_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -35,7 +37,7 @@ from ebb_broker.quota.store import Alteration, AlterResult, QuotaOp, entity_of
 API_KEY = 49
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AlterClientQuotasRequest) -> Any:
     # None of these arrays or types is nullable: the codec closes the connection on a null (as Kafka's
     # reader refuses it) before this runs.
     alterations = [

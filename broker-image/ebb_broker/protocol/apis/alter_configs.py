@@ -27,6 +27,7 @@ import functools
 from typing import Any
 
 from kafka.errors import InvalidRequestError
+from kafka.protocol.admin.configs import AlterConfigsRequest
 
 from ebb_broker.protocol.alter import apply_topic_overrides, config_refusal
 from ebb_broker.protocol.authz import Op
@@ -42,7 +43,7 @@ def _replace_all(new: dict[str, str], old: dict[str, str], effective: dict[str, 
     return new
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> Any:
     cls = ctx.response_class
     out = []
     for res, repeated in once_each(request.resources, lambda r: (r.resource_type, r.resource_name)):

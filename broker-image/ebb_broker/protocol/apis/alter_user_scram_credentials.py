@@ -23,6 +23,8 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+from kafka.protocol.admin.users import AlterUserScramCredentialsRequest
+
 from ebb_broker.protocol.authz import CLUSTER, CLUSTER_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -50,7 +52,7 @@ def _check_user(name: str, mechanism: int) -> str:
     return MECHANISM_BY_CODE[mechanism]
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> Any:
     if not allowed(ctx, Op.ALTER, CLUSTER):
         names = dict.fromkeys([d.name for d in request.deletions] + [u.name for u in request.upsertions])
         return ctx.response(

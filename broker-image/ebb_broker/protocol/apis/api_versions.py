@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka.errors import UnsupportedVersionError
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
 from ebb_broker.protocol.codec import messages_for
 from ebb_broker.protocol.context import RequestContext
@@ -41,7 +42,7 @@ def unsupported_version_response(correlation_id: int) -> bytes:
     return bytes(body.encode(header=True, framed=True))
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> Any:
     return ctx.response(error_code=0, api_keys=_api_keys(ctx.response_class), throttle_time_ms=0)
 
 

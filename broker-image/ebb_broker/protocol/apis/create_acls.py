@@ -20,6 +20,7 @@ import asyncio
 from typing import Any
 
 from kafka.errors import InvalidRequestError
+from kafka.protocol.admin.acl import CreateAclsRequest
 
 from ebb_broker.protocol.acls import creation
 from ebb_broker.protocol.authz import CLUSTER, CLUSTER_AUTHORIZATION_FAILED, SECURITY_DISABLED, Op, allowed
@@ -29,7 +30,7 @@ from ebb_broker.protocol.registry import register
 API_KEY = 30
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: CreateAclsRequest) -> Any:
     cls = ctx.response_class
     R = cls.AclCreationResult
     authorizer = ctx.broker.authorizer

@@ -26,8 +26,9 @@ from kafka.errors import (
     InvalidRequestError,
     UnknownTopicOrPartitionError,
 )
+from kafka.protocol.admin.topics import CreatePartitionsRequest
 
-from ebb_broker.log.errors import LogError
+from ebb_broker.log.errors import LogError, shown
 from ebb_broker.protocol.authz import TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, denied
 from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.duplicates import DUPLICATE_TOPIC, split_repeats
@@ -41,10 +42,13 @@ API_KEY = 37
 def _grow(broker: Broker, t: Any, validate_only: bool) -> tuple[int, str | None]:
     meta = broker.logs.topics().get(t.name)
     if meta is None:
-        return UnknownTopicOrPartitionError.errno, f"topic {t.name!r} does not exist"
+        return UnknownTopicOrPartitionError.errno, f"topic {shown(t.name)} does not exist"
     current = meta.partitions
     if t.count <= current:
-        return InvalidPartitionsError.errno, f"topic {t.name!r} has {current} partitions; asked for {t.count}"
+        return (
+            InvalidPartitionsError.errno,
+            f"topic {shown(t.name)} has {current} partitions; asked for {t.count}",
+        )
     if t.count > MAX_PARTITIONS_PER_TOPIC:
         return InvalidPartitionsError.errno, f"at most {MAX_PARTITIONS_PER_TOPIC} partitions per topic"
     me = broker.identity.node_id
@@ -60,7 +64,7 @@ def _grow(broker: Broker, t: Any, validate_only: bool) -> tuple[int, str | None]
     return 0, None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Any:
     cls = ctx.response_class
     results = []
     by_name = {t.name: t for t in request.topics}

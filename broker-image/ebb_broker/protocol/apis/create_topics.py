@@ -32,6 +32,7 @@ from kafka.errors import (
     InvalidReplicationFactorError,
     InvalidRequestError,
 )
+from kafka.protocol.admin.topics import CreateTopicsRequest
 
 from ebb_broker.log import NewTopic
 from ebb_broker.protocol.authz import CLUSTER, TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, allowed
@@ -70,7 +71,7 @@ def _checked(broker: Broker, t: Any) -> tuple[int, str | None] | NewTopic:
     return NewTopic(t.name, partitions, {c.name: c.value for c in t.configs})
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> Any:
     cls = ctx.response_class
     R = cls.CreatableTopicResult
     by_name = {t.name: t for t in request.topics}

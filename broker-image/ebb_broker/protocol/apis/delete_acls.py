@@ -20,6 +20,7 @@ import asyncio
 from typing import Any
 
 from kafka.errors import InvalidRequestError, PolicyViolationError
+from kafka.protocol.admin.acl import DeleteAclsRequest
 
 from ebb_broker.protocol.acls import binding_filter
 from ebb_broker.protocol.authz import CLUSTER, CLUSTER_AUTHORIZATION_FAILED, SECURITY_DISABLED, Op, allowed
@@ -30,7 +31,7 @@ API_KEY = 31
 MAX_DELETIONS = 10_000
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DeleteAclsRequest) -> Any:
     cls = ctx.response_class
     R = cls.DeleteAclsFilterResult
     M = R.DeleteAclsMatchingAcl

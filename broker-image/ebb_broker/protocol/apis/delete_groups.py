@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin.groups import DeleteGroupsRequest
+
 from ebb_broker.protocol.authz import GROUP, GROUP_AUTHORIZATION_FAILED, Op, denied
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -21,7 +23,7 @@ from ebb_broker.protocol.registry import register
 API_KEY = 42
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> Any:
     cls = ctx.response_class
     forbidden = denied(ctx, Op.DELETE, GROUP, request.groups_names)
     results = [

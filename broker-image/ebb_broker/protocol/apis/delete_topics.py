@@ -25,15 +25,16 @@ import logging
 from typing import Any
 
 from kafka.errors import InvalidRequestError, UnknownTopicIdError, UnknownTopicOrPartitionError
+from kafka.protocol.admin.topics import DeleteTopicsRequest
 
-from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC
 from ebb_broker.coordinator.transaction_records import TRANSACTION_STATE_TOPIC
-from ebb_broker.log.errors import LogError
+from ebb_broker.log.errors import LogError, shown
 from ebb_broker.protocol.authz import CLUSTER, TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import Broker, RequestContext
 from ebb_broker.protocol.duplicates import DUPLICATE_TOPIC, split_repeats
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
+from ebb_formats.consumer_offsets import OFFSETS_TOPIC
 
 API_KEY = 20
 log = logging.getLogger(__name__)
@@ -47,13 +48,13 @@ def _delete(broker: Broker, name: str | None) -> tuple[int, str | None]:
     if name == TRANSACTION_STATE_TOPIC:
         return InvalidRequestError.errno, f"{name} holds every transaction's state and cannot be deleted"
     if name not in broker.logs.topics():
-        return UnknownTopicOrPartitionError.errno, f"topic {name!r} does not exist"
+        return UnknownTopicOrPartitionError.errno, f"topic {shown(name)} does not exist"
     try:
         broker.logs.delete_topic(name)
     except LogError as exc:
         return error_code(exc), str(exc)
     try:
-        removed = broker.groups.on_topic_deleted(name)
+        removed = broker.groups.offsets.on_topic_deleted(name)
     except LogError:  # the topic is gone; its offsets come back only if the broker restarts before a retry
         log.exception("deleted topic %s, but writing the tombstones of its committed offsets failed", name)
         removed = 0
@@ -61,7 +62,7 @@ def _delete(broker: Broker, name: str | None) -> tuple[int, str | None]:
     return 0, None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> Any:
     cls = ctx.response_class
     names, repeated = split_repeats(
         [t.name for t in request.topics] if ctx.api_version >= 6 else list(request.topic_names)

@@ -17,6 +17,7 @@ from collections import defaultdict
 from typing import Any
 
 from kafka.errors import InvalidRequestError
+from kafka.protocol.admin.acl import DescribeAclsRequest
 
 from ebb_broker.protocol.acls import binding_filter
 from ebb_broker.protocol.authz import CLUSTER, CLUSTER_AUTHORIZATION_FAILED, SECURITY_DISABLED, Op, allowed
@@ -26,7 +27,7 @@ from ebb_broker.protocol.registry import register
 API_KEY = 29
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeAclsRequest) -> Any:
     def failed(code: int, message: str) -> Any:
         return ctx.response(throttle_time_ms=0, error_code=code, error_message=message, resources=[])
 

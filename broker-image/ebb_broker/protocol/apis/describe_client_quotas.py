@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin.client_quotas import DescribeClientQuotasRequest
+
 from ebb_broker.protocol.authz import CLUSTER, CLUSTER_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -27,7 +29,7 @@ from ebb_broker.quota.store import QuotaFilterError
 API_KEY = 48
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeClientQuotasRequest) -> Any:
     if not allowed(ctx, Op.DESCRIBE_CONFIGS, CLUSTER):
         return ctx.response(
             throttle_time_ms=0,

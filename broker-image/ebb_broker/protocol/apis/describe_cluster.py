@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin.cluster import DescribeClusterRequest
+
 from ebb_broker.protocol.authz import CLUSTER, NOT_REQUESTED, Op, allowed, authorized_operations
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -28,7 +30,7 @@ def _cluster_operations(ctx: RequestContext) -> set[int]:
     return authorized_operations(ctx, CLUSTER, CLUSTER_NAME) if allowed(ctx, Op.DESCRIBE, CLUSTER) else set()
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> Any:
     me = ctx.broker.identity
     host, port = ctx.advertised  # the listener this request came in on
     cls = ctx.response_class

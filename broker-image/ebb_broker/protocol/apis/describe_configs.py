@@ -29,8 +29,10 @@ from __future__ import annotations
 from typing import Any
 
 from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError
+from kafka.protocol.admin.configs import DescribeConfigsRequest
 
 from ebb_broker.dynamic_config import ConfigSource, Synonym
+from ebb_broker.log.errors import shown
 from ebb_broker.protocol.alter import config_refusal
 from ebb_broker.protocol.authz import Op
 from ebb_broker.protocol.configs import (
@@ -55,7 +57,7 @@ API_KEY = 32
 def _entries(broker: Broker, resource_type: int, name: str) -> tuple[int, str | None, list[Described]]:
     if resource_type == RESOURCE_TOPIC:
         if name not in broker.logs.topics():
-            return UnknownTopicOrPartitionError.errno, f"topic {name!r} does not exist", []
+            return UnknownTopicOrPartitionError.errno, f"topic {shown(name)} does not exist", []
         return (
             0,
             None,
@@ -67,7 +69,7 @@ def _entries(broker: Broker, resource_type: int, name: str) -> tuple[int, str | 
         return 0, None, describe_broker(broker.config, broker.dynamic_config)
     if resource_type == RESOURCE_GROUP:
         return 0, None, describe_group()
-    return InvalidRequestError.errno, f"resource type {resource_type} {name!r} unknown", []
+    return InvalidRequestError.errno, f"resource type {resource_type} {shown(name)} unknown", []
 
 
 def _resources_once(resources: Any) -> dict[tuple[int, str], set[str] | None]:
@@ -84,7 +86,7 @@ def _resources_once(resources: Any) -> dict[tuple[int, str], set[str] | None]:
     return out
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Any:
     cls = ctx.response_class
     R = cls.DescribeConfigsResult
     C = R.DescribeConfigsResourceResult

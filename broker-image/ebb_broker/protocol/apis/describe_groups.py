@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin.groups import DescribeGroupsRequest
+
 from ebb_broker.protocol.authz import (
     GROUP,
     GROUP_AUTHORIZATION_FAILED,
@@ -30,7 +32,7 @@ from ebb_broker.protocol.registry import register
 API_KEY = 15
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> Any:
     cls = ctx.response_class
     M = cls.DescribedGroup.DescribedGroupMember
     described = []

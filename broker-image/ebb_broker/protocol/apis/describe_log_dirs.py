@@ -18,6 +18,8 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
+from kafka.protocol.admin.cluster import DescribeLogDirsRequest
+
 from ebb_broker.protocol.authz import CLUSTER, CLUSTER_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.duplicates import partitions_once
@@ -27,7 +29,7 @@ from ebb_broker.protocol.topics import has_partition
 API_KEY = 35
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> Any:
     if not allowed(ctx, Op.DESCRIBE, CLUSTER):
         return ctx.response(throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED, results=[])
     logs = ctx.broker.logs

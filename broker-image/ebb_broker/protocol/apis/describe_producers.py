@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka.errors import UnknownTopicOrPartitionError
+from kafka.protocol.admin.transactions import DescribeProducersRequest
 
 from ebb_broker.protocol.authz import TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, denied
 from ebb_broker.protocol.context import RequestContext
@@ -27,7 +28,7 @@ from ebb_broker.protocol.topics import has_partition
 API_KEY = 61
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeProducersRequest) -> Any:
     logs = ctx.broker.logs
     topics = logs.topics()
     cls = ctx.response_class

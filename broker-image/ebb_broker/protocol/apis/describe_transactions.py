@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka.errors import TransactionalIdNotFoundError
+from kafka.protocol.admin.transactions import DescribeTransactionsRequest
 
 from ebb_broker.protocol.authz import (
     TOPIC,
@@ -33,7 +34,7 @@ from ebb_broker.protocol.transactions import transaction_coordinator
 API_KEY = 65
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> Any:
     txn = transaction_coordinator(ctx)
     cls = ctx.response_class
     S = cls.TransactionState

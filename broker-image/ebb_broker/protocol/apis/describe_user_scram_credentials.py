@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from kafka.protocol.admin.users import DescribeUserScramCredentialsRequest
+
 from ebb_broker.protocol.authz import CLUSTER, CLUSTER_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -25,7 +27,7 @@ from ebb_broker.security.credentials import DUPLICATE_RESOURCE, MECHANISMS, RESO
 API_KEY = 50
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> Any:
     cls = ctx.response_class
     R = cls.DescribeUserScramCredentialsResult
     if not allowed(ctx, Op.DESCRIBE, CLUSTER):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.producer.transaction import EndTxnRequest
+
 from ebb_broker.protocol.authz import TRANSACTIONAL_ID, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -26,7 +28,7 @@ from ebb_broker.protocol.transactions import fenced_as, transaction_coordinator
 API_KEY = 26
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: EndTxnRequest) -> Any:
     if not allowed(ctx, Op.WRITE, TRANSACTIONAL_ID, request.transactional_id):
         return ctx.response(throttle_time_ms=0, error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     coordinator = transaction_coordinator(ctx)

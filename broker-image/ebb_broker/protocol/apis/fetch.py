@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka.errors import UnknownTopicOrPartitionError
+from kafka.protocol.consumer.fetch import FetchRequest
 
 from ebb_broker.log import FetchSlice
 from ebb_broker.log.errors import LogError
@@ -85,7 +86,7 @@ class _Read:
         return self.last_stable_offset if self.last_stable_offset >= 0 else self.high_watermark
 
 
-def fetch_data(request: Any) -> dict[TopicPartition, Any]:
+def fetch_data(request: FetchRequest) -> dict[TopicPartition, Any]:
     """The partitions to read, each once (Kafka's FetchRequest.fetchData, a LinkedHashMap): a partition
     named twice keeps the place it first appeared at and takes the last entry's offset and limit."""
     wanted: dict[TopicPartition, Any] = {}
@@ -179,7 +180,7 @@ def _response(ctx: RequestContext, reads: dict[TopicPartition, _Read]) -> Any:
     return ZeroCopyResponse(body, files) if files else body
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: FetchRequest) -> Any:
     quota = ctx.broker.quotas.fetch
     user, client_id = user_of(ctx.session.principal), ctx.client_id or ""
     # Kafka's KafkaApis: the response is capped by the broker's fetch.max.bytes and by what the client's

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka.errors import InvalidRequestError
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
 from ebb_broker.protocol.authz import (
     GROUP,
@@ -45,7 +46,7 @@ def _refused(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str] | 
     return None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> Any:
     me = ctx.broker.identity
     supported = request.key_type in (_GROUP, _TRANSACTION)
     error = 0 if supported else InvalidRequestError.errno

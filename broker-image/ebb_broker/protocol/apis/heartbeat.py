@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.consumer.group import HeartbeatRequest
+
 from ebb_broker.protocol.authz import GROUP, GROUP_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -22,10 +24,10 @@ from ebb_broker.protocol.registry import register
 API_KEY = 12
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: HeartbeatRequest) -> Any:
     if not allowed(ctx, Op.READ, GROUP, request.group_id):
         return ctx.response(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED)
-    error = ctx.broker.groups.heartbeat(
+    error = ctx.broker.groups.membership.heartbeat(
         request.group_id,
         request.generation_id,
         request.member_id,

@@ -29,8 +29,9 @@ import functools
 from typing import Any
 
 from kafka.errors import InvalidRequestError
+from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest
 
-from ebb_broker.log.errors import InvalidConfigError
+from ebb_broker.log.errors import InvalidConfigError, shown
 from ebb_broker.protocol.alter import apply_topic_overrides, config_refusal
 from ebb_broker.protocol.authz import Op
 from ebb_broker.protocol.configs import LIST_KEYS
@@ -49,13 +50,13 @@ def _apply(
     for key, op, value in ops:
         if op == SET:
             if value is None:
-                raise InvalidConfigError(f"config {key!r}: SET needs a value")
+                raise InvalidConfigError(f"config {shown(key)}: SET needs a value")
             new[key] = value
         elif op == DELETE:
             new.pop(key, None)
         elif op in (APPEND, SUBTRACT):
             if key not in LIST_KEYS:
-                raise InvalidConfigError(f"config {key!r} is not a list: APPEND/SUBTRACT do not apply")
+                raise InvalidConfigError(f"config {shown(key)} is not a list: APPEND/SUBTRACT do not apply")
             items = [i for i in new.get(key, effective.get(key, "")).split(",") if i]
             for item in (value or "").split(","):
                 if op == APPEND and item and item not in items:
@@ -64,11 +65,11 @@ def _apply(
                     items.remove(item)
             new[key] = ",".join(items)
         else:
-            raise InvalidConfigError(f"config {key!r}: unknown operation {op}")
+            raise InvalidConfigError(f"config {shown(key)}: unknown operation {op}")
     return new
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> Any:
     cls = ctx.response_class
     out = []
     for res, repeated in once_each(request.resources, lambda r: (r.resource_type, r.resource_name)):

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.producer.transaction import InitProducerIdRequest
+
 from ebb_broker.protocol.authz import (
     CLUSTER,
     CLUSTER_AUTHORIZATION_FAILED,
@@ -50,7 +52,7 @@ def _refused(ctx: RequestContext, transactional_id: str | None) -> int:
     return CLUSTER_AUTHORIZATION_FAILED
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> Any:
     refused = _refused(ctx, request.transactional_id)
     if refused:
         return ctx.response(throttle_time_ms=0, error_code=refused, producer_id=-1, producer_epoch=-1)

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.consumer.group import JoinGroupRequest
+
 from ebb_broker.protocol.authz import GROUP, GROUP_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -32,10 +34,10 @@ from ebb_broker.protocol.registry import register
 API_KEY = 11
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: JoinGroupRequest) -> Any:
     if not allowed(ctx, Op.READ, GROUP, request.group_id):
         return ctx.response(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED)
-    result = await ctx.broker.groups.join(
+    result = await ctx.broker.groups.membership.join(
         group_id=request.group_id,
         member_id=request.member_id or "",
         group_instance_id=request.group_instance_id if ctx.api_version >= 5 else None,

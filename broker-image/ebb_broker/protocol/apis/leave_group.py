@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.consumer.group import LeaveGroupRequest
+
 from ebb_broker.protocol.authz import GROUP, GROUP_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -24,16 +26,16 @@ from ebb_broker.protocol.registry import register
 API_KEY = 13
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> Any:
     if not allowed(ctx, Op.READ, GROUP, request.group_id):
         return ctx.response(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED)
     groups = ctx.broker.groups
     if ctx.api_version < 3:
-        error, errors = groups.leave(request.group_id, [(request.member_id, None)])
+        error, errors = groups.membership.leave(request.group_id, [(request.member_id, None)])
         # Before v3 the one member's error is the response's error (Kafka's LeaveGroupResponse).
         return ctx.response(throttle_time_ms=0, error_code=error or (errors[0] if errors else 0))
     leaving = [(m.member_id, m.group_instance_id) for m in request.members]
-    error, errors = groups.leave(request.group_id, leaving)
+    error, errors = groups.membership.leave(request.group_id, leaving)
     cls = ctx.response_class
     members = [
         cls.MemberResponse(member_id=m, group_instance_id=i, error_code=e)

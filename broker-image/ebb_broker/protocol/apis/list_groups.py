@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin.groups import ListGroupsRequest
+
 from ebb_broker.protocol.authz import CLUSTER, GROUP, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -21,7 +23,7 @@ from ebb_broker.protocol.registry import register
 API_KEY = 16
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ListGroupsRequest) -> Any:
     states = {s.lower() for s in (request.states_filter or [])} if ctx.api_version >= 4 else set()
     types = {t.lower() for t in (request.types_filter or [])} if ctx.api_version >= 5 else set()
     cls = ctx.response_class
@@ -29,7 +31,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     # DESCRIBE on the CLUSTER lists every group; otherwise the groups the session may DESCRIBE, the
     # others left out silently (Kafka never answers CLUSTER_AUTHORIZATION_FAILED here).
     every = allowed(ctx, Op.DESCRIBE, CLUSTER)
-    for g in ctx.broker.groups.list_groups():
+    for g in ctx.broker.groups.membership.list_groups():
         if not every and not allowed(ctx, Op.DESCRIBE, GROUP, g.group_id):
             continue
         if states and g.state.value.lower() not in states:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka.errors import InvalidRequestError, UnknownTopicOrPartitionError
+from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
 from ebb_broker.log.errors import LogError
 from ebb_broker.protocol.authz import TOPIC, TOPIC_AUTHORIZATION_FAILED, Op, denied
@@ -37,7 +38,7 @@ LATEST = -1
 READ_COMMITTED = 1
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> Any:
     logs = ctx.broker.logs
     topics = logs.topics()
     cls = ctx.response_class

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin.transactions import ListTransactionsRequest
+
 from ebb_broker.coordinator.transaction_records import TxnState
 from ebb_broker.protocol.authz import TRANSACTIONAL_ID, Op, denied
 from ebb_broker.protocol.context import RequestContext
@@ -24,7 +26,7 @@ API_KEY = 66
 _KNOWN = {s.kafka_name for s in TxnState}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ListTransactionsRequest) -> Any:
     states = set(request.state_filters or [])
     duration = request.duration_filter if ctx.api_version >= 1 else -1
     listed = transaction_coordinator(ctx).list(states, set(request.producer_id_filters or []), duration)

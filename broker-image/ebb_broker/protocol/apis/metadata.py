@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka.errors import InvalidTopicError, UnknownTopicOrPartitionError
+from kafka.protocol.metadata.metadata import MetadataRequest
 
 from ebb_broker.log.topic_names import invalid_reason
 from ebb_broker.protocol.authz import (
@@ -51,7 +52,7 @@ from ebb_broker.security.acl import CLUSTER_NAME
 API_KEY = 3
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: MetadataRequest) -> Any:
     broker = ctx.broker
     me = broker.identity
     host, port = ctx.advertised  # the listener this request came in on

@@ -24,6 +24,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kafka.protocol.consumer.group import OffsetCommitRequest
+
 from ebb_broker.protocol.authz import (
     GROUP,
     GROUP_AUTHORIZATION_FAILED,
@@ -39,12 +41,12 @@ from ebb_broker.protocol.registry import register
 API_KEY = 8
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> Any:
     groups = ctx.broker.groups
     topics = ctx.broker.logs.topics()
     # READ on the GROUP first (else every partition GROUP_AUTHORIZATION_FAILED), then READ per TOPIC.
     group_error = (
-        groups.validate_commit(
+        groups.offsets.validate_commit(
             request.group_id,
             request.generation_id_or_member_epoch,
             request.member_id or "",
@@ -65,7 +67,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         now_ms=int(time.time() * 1000),
     )
     if commits:
-        groups.commit(request.group_id, commits)
+        groups.offsets.commit(request.group_id, commits)
     cls = ctx.response_class
     return ctx.response(
         throttle_time_ms=0,

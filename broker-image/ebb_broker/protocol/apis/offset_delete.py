@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.consumer.group import OffsetDeleteRequest
+
 from ebb_broker.protocol.authz import (
     GROUP,
     GROUP_AUTHORIZATION_FAILED,
@@ -31,14 +33,14 @@ from ebb_broker.protocol.registry import register
 API_KEY = 47
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> Any:
     if not allowed(ctx, Op.DELETE, GROUP, request.group_id):
         return ctx.response(error_code=GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
     unreadable = denied(ctx, Op.READ, TOPIC, (t.name for t in request.topics))
     wanted = [
         (t.name, p.partition_index) for t in request.topics for p in t.partitions if t.name not in unreadable
     ]
-    error, result = ctx.broker.groups.delete_offsets(request.group_id, wanted)
+    error, result = ctx.broker.groups.offsets.delete_offsets(request.group_id, wanted)
     if error:
         return ctx.response(error_code=error, throttle_time_ms=0, topics=[])
     result.update(

@@ -16,18 +16,18 @@ Behaviour:
 Version notes:
 - v2: null topics = all, top-level error. v3: throttle time. v5: leader epoch.
 - v6: flexible. v7: require stable. v8: groups array. v9: member id/epoch (KIP-848, ignored).
-- v8+ answers are written to bytes here (`encode_groups`), not through the generated codec: an admin
-  reading 100 groups per request (the operator's guard, the analysis job) gets 10 000s of partitions
-  back, which the codec's objects took 28 ms to build and encode, `encode_groups` 1.5 ms.
+- v8+ answers are written to bytes (`ebb_formats.offset_fetch.encode`), not through the generated codec:
+  an admin reading 100 groups per request (the operator's guard, the analysis job) gets 10 000s of
+  partitions back, which the codec's objects took 28 ms to build and encode, `encode` 1.5 ms.
 - v10 (topic ids) is not advertised.
 """
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 from kafka.errors import UnstableOffsetCommitError
+from kafka.protocol.consumer.group import OffsetFetchRequest
 
 from ebb_broker.protocol.authz import (
     GROUP,
@@ -40,14 +40,12 @@ from ebb_broker.protocol.authz import (
 )
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.duplicates import partitions_once
-from ebb_broker.protocol.encoded import INT32, NO_TAGS, EncodedBody, compact_length, compact_string
+from ebb_broker.protocol.encoded import EncodedBody
 from ebb_broker.protocol.registry import register
+from ebb_formats import offset_fetch
+from ebb_formats.offset_fetch import Row
 
 API_KEY = 9
-
-
-# One partition's answer: partition, committed offset, leader epoch, metadata, error code.
-Row = tuple[int, int, int, str | None, int]
 
 
 def _answers(
@@ -57,7 +55,7 @@ def _answers(
     Named topics the session may not DESCRIBE answer TOPIC_AUTHORIZATION_FAILED; with all topics (null)
     they are left out silently, as Kafka does. One pass over the group's commits: an admin reading
     every group's offsets asks for 10 000s of partitions per request."""
-    committed = ctx.broker.groups.fetch(group_id)
+    committed = ctx.broker.groups.offsets.fetch(group_id)
     out: dict[str, list[Row]] = {}
     if topics is None:
         hidden = denied(ctx, Op.DESCRIBE, TOPIC, (t for t, _p in committed))
@@ -78,8 +76,8 @@ def _answers(
             out[name] = [
                 (p, c.offset, c.leader_epoch, c.metadata, 0) if c else (p, -1, -1, "", 0) for p, c in found
             ]
-    if require_stable and ctx.broker.groups.has_pending_txn_offset(group_id):
-        pending = ctx.broker.groups.has_pending_txn_offset
+    if require_stable and ctx.broker.groups.offsets.has_pending_txn_offset(group_id):
+        pending = ctx.broker.groups.offsets.has_pending_txn_offset
         unstable = UnstableOffsetCommitError.errno
         for topic, rows in out.items():
             out[topic] = [
@@ -109,34 +107,6 @@ def _groups_once(groups: Any) -> list[tuple[str, list[Any] | None]]:
     return list(out.items())
 
 
-_ROW_NO_METADATA = struct.Struct(">iqiBhB")  # ..., metadata "" (compact length 1), error, no tags
-_ROW_HEAD = struct.Struct(">iqi")
-_ERROR_NO_TAGS = struct.Struct(">hB")
-
-
-def encode_groups(groups: list[tuple[str, int, list[tuple[str, list[Row]]]]]) -> bytes:
-    """The v8/v9 response body (throttle 0): per group its id, topics and error; the unit tests compare
-    its bytes with the codec's."""
-    out = [INT32.pack(0), compact_length(len(groups))]
-    for group_id, error, topics in groups:
-        out += (compact_string(group_id), compact_length(len(topics)))
-        for name, rows in topics:
-            out += (compact_string(name), compact_length(len(rows)))
-            for p, offset, epoch, metadata, code in rows:
-                if metadata == "":
-                    out.append(_ROW_NO_METADATA.pack(p, offset, epoch, 1, code, 0))
-                else:
-                    out += (
-                        _ROW_HEAD.pack(p, offset, epoch),
-                        compact_string(metadata),
-                        _ERROR_NO_TAGS.pack(code, 0),
-                    )
-            out.append(NO_TAGS)
-        out.append(_ERROR_NO_TAGS.pack(error, 0))
-    out.append(NO_TAGS)
-    return b"".join(out)
-
-
 def _topics(topic_cls: Any, partition_cls: Any, answers: list[tuple[str, list[Row]]]) -> list[Any]:
     return [
         topic_cls(
@@ -156,11 +126,11 @@ def _topics(topic_cls: Any, partition_cls: Any, answers: list[tuple[str, list[Ro
     ]
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> Any:
     cls = ctx.response_class
     if ctx.api_version >= 8:
         return EncodedBody(
-            encode_groups(
+            offset_fetch.encode(
                 [
                     (group_id, GROUP_AUTHORIZATION_FAILED, [])
                     if not allowed(ctx, Op.DESCRIBE, GROUP, group_id)

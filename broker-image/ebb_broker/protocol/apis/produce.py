@@ -53,10 +53,10 @@ from kafka.errors import (
     UnsupportedCompressionTypeError,
     UnsupportedVersionError,
 )
+from kafka.protocol.producer.produce import ProduceRequest
 
 from ebb_broker.log import Log
 from ebb_broker.log.errors import LogError, RecordValidationError
-from ebb_broker.log.records import HEADER_SIZE, TRANSACTIONAL_MASK, read_header
 from ebb_broker.log.validator import ValidatedBatch
 from ebb_broker.protocol.authz import (
     TOPIC,
@@ -73,6 +73,7 @@ from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import INTERNAL_TOPICS, has_partition
 from ebb_broker.protocol.transactions import fenced_as, transaction_coordinator
 from ebb_broker.quota.manager import user_of
+from ebb_formats.record_batch import HEADER_SIZE, TRANSACTIONAL_MASK, read_header
 
 API_KEY = 0
 FIRST_SERVED_VERSION = 3
@@ -94,12 +95,12 @@ def _is_transactional(records: bytes | None) -> bool:
     return records is not None and len(records) > 22 and bool(records[22] & TRANSACTIONAL_MASK)
 
 
-def _has_transactional_records(request: Any) -> bool:
+def _has_transactional_records(request: ProduceRequest) -> bool:
     """Kafka's RequestUtils.hasTransactionalRecords."""
     return any(_is_transactional(p.records) for t in request.topic_data for p in t.partition_data)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ProduceRequest) -> Any:
     broker = ctx.broker
     cls = ctx.response_class
     T = cls.TopicProduceResponse
@@ -181,7 +182,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 async def _validate_off_loop(
-    ctx: RequestContext, request: Any, unwritable: set[str]
+    ctx: RequestContext, request: ProduceRequest, unwritable: set[str]
 ) -> dict[tuple[int, int], ValidatedBatch | LogError]:
     """Validate a large request's batches on a worker thread (pure work on bytes: no lock, no state),
     keyed by their place in the request; {} for a small one, validated inline by the append as usual."""

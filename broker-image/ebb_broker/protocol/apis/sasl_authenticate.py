@@ -24,6 +24,7 @@ import logging
 from typing import Any
 
 from kafka.errors import IllegalSaslStateError, SaslAuthenticationFailedError
+from kafka.protocol.sasl import SaslAuthenticateRequest
 
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -33,7 +34,7 @@ API_KEY = 36
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: SaslAuthenticateRequest) -> Any:
     session = ctx.session
     server = session.sasl
     if session.authenticated or server is None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka.errors import IllegalSaslStateError, UnsupportedSaslMechanismError
+from kafka.protocol.sasl import SaslHandshakeRequest
 
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -31,7 +32,7 @@ from ebb_broker.security.sasl import new_server
 API_KEY = 17
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: SaslHandshakeRequest) -> Any:
     session = ctx.session
     enabled = list(session.sasl_mechanisms)
     if session.authenticated or session.sasl is not None:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.consumer.group import SyncGroupRequest
+
 from ebb_broker.protocol.authz import GROUP, GROUP_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.registry import register
@@ -24,10 +26,10 @@ from ebb_broker.protocol.registry import register
 API_KEY = 14
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: SyncGroupRequest) -> Any:
     if not allowed(ctx, Op.READ, GROUP, request.group_id):
         return ctx.response(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED)
-    result = await ctx.broker.groups.sync(
+    result = await ctx.broker.groups.membership.sync(
         group_id=request.group_id,
         generation=request.generation_id,
         member_id=request.member_id,

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC
+from kafka.protocol.producer.transaction import TxnOffsetCommitRequest
+
 from ebb_broker.protocol.authz import (
     GROUP,
     GROUP_AUTHORIZATION_FAILED,
@@ -40,11 +41,12 @@ from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.offset_commits import checked_commits
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.transactions import fenced_as, transaction_coordinator
+from ebb_formats.consumer_offsets import OFFSETS_TOPIC
 
 API_KEY = 28
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> Any:
     groups = ctx.broker.groups
     txn = transaction_coordinator(ctx)
     offsets_tp = (OFFSETS_TOPIC, groups.store.partition_for(request.group_id))
@@ -58,7 +60,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         error = txn.verify(request.transactional_id, request.producer_id, request.producer_epoch, offsets_tp)
     if not error:
         v3 = ctx.api_version >= 3
-        error = groups.validate_txn_commit(
+        error = groups.offsets.validate_txn_commit(
             request.group_id,
             request.generation_id if v3 else -1,
             (request.member_id or "") if v3 else "",
@@ -76,7 +78,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         now_ms=txn.timer.now_ms(),
     )
     if commits:
-        groups.txn_commit(request.group_id, request.producer_id, request.producer_epoch, commits)
+        groups.offsets.txn_commit(request.group_id, request.producer_id, request.producer_epoch, commits)
     cls = ctx.response_class
     T = cls.TxnOffsetCommitResponseTopic
     P = T.TxnOffsetCommitResponsePartition

@@ -29,14 +29,15 @@ import logging
 from typing import Any
 
 from kafka.errors import UnknownTopicOrPartitionError
+from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
 
-from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC
 from ebb_broker.log.errors import LogError
 from ebb_broker.protocol.authz import CLUSTER, CLUSTER_AUTHORIZATION_FAILED, Op, allowed
 from ebb_broker.protocol.context import RequestContext
 from ebb_broker.protocol.errors import error_code
 from ebb_broker.protocol.registry import register
 from ebb_broker.protocol.topics import has_partition
+from ebb_formats.consumer_offsets import OFFSETS_TOPIC
 
 API_KEY = 27
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ def _write(ctx: RequestContext, marker: Any, topic: str, partition: int, topics:
     except LogError as exc:
         return error_code(exc)
     if topic == OFFSETS_TOPIC:
-        ctx.broker.groups.complete_txn_offsets(marker.producer_id, partition, commit=commit)
+        ctx.broker.groups.offsets.complete_txn_offsets(marker.producer_id, partition, commit=commit)
     log.info(
         "%s marker for producer %d epoch %d written to %s-%d (WriteTxnMarkers)",
         "COMMIT" if commit else "ABORT",
@@ -68,7 +69,7 @@ def _write(ctx: RequestContext, marker: Any, topic: str, partition: int, topics:
     return 0
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> Any:
     cls = ctx.response_class
     M = cls.WritableTxnMarkerResult
     T = M.WritableTxnMarkerTopicResult

@@ -152,7 +152,7 @@ class CoordinatorContext:
         group: str = GROUP,
         client_id: str = "consumer-test",
     ) -> asyncio.Future[JoinResult]:
-        return self.coordinator.join(
+        return self.coordinator.membership.join(
             group_id=group,
             member_id=member_id,
             group_instance_id=instance,
@@ -177,7 +177,7 @@ class CoordinatorContext:
         protocol_name: str | None = None,
         group: str = GROUP,
     ) -> asyncio.Future[SyncResult]:
-        return self.coordinator.sync(
+        return self.coordinator.membership.sync(
             group_id=group,
             generation=generation,
             member_id=member_id,
@@ -188,10 +188,10 @@ class CoordinatorContext:
         )
 
     def heartbeat(self, member_id: str, generation: int, *, instance: str | None = None) -> int:
-        return self.coordinator.heartbeat(GROUP, generation, member_id, instance)
+        return self.coordinator.membership.heartbeat(GROUP, generation, member_id, instance)
 
     def leave(self, *members: tuple[str, str | None], group: str = GROUP) -> tuple[int, list[int]]:
-        return self.coordinator.leave(group, list(members))
+        return self.coordinator.membership.leave(group, list(members))
 
     def commit(
         self,
@@ -204,14 +204,16 @@ class CoordinatorContext:
         group: str = GROUP,
     ) -> int:
         """OffsetCommit as the handler does it: validate, then write; the error code."""
-        error = self.coordinator.validate_commit(group, generation, member_id, instance, api_version)
+        error = self.coordinator.offsets.validate_commit(group, generation, member_id, instance, api_version)
         if not error:
             now = self.timer.now_ms()
-            self.coordinator.commit(group, {tp: CommittedOffset(o, -1, "", now) for tp, o in offsets.items()})
+            self.coordinator.offsets.commit(
+                group, {tp: CommittedOffset(o, -1, "", now) for tp, o in offsets.items()}
+            )
         return error
 
     def committed(self, group: str = GROUP) -> dict[tuple[str, int], int]:
-        return {tp: c.offset for tp, c in self.coordinator.fetch(group).items()}
+        return {tp: c.offset for tp, c in self.coordinator.offsets.fetch(group).items()}
 
     # ---- scenarios ------------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ import pytest
 from kafka import errors as E
 
 from ebb_broker.coordinator.offsets import CommittedOffset
-from ebb_broker.coordinator.offsets_records import OFFSETS_TOPIC
 from ebb_broker.coordinator.producer_ids import ProducerIdManager
 from ebb_broker.coordinator.transaction_coordinator import (
     TransactionCoordinator,
@@ -21,6 +20,7 @@ from ebb_broker.coordinator.transaction_coordinator import (
 )
 from ebb_broker.coordinator.transaction_records import TxnState
 from ebb_broker.log.records import iter_headers
+from ebb_formats.consumer_offsets import OFFSETS_TOPIC
 from tests.unit.broker.coordinator.coordinator_context import CoordinatorContext
 
 TXN = "txn-1"
@@ -201,15 +201,15 @@ def test_transactional_offsets_count_only_once_committed(tc: TxnContext) -> None
     p = tc.txn.init_producer_id(TXN, TIMEOUT)
     assert tc.txn.add_offsets(TXN, p.producer_id, 0, group) == 0
     groups = tc.ctx.coordinator
-    groups.commit(group, tc.offset(group, 3))  # an earlier plain commit
-    assert groups.validate_txn_commit(group, -1, "", None) == 0
-    groups.txn_commit(group, p.producer_id, 0, tc.offset(group, 7))
+    groups.offsets.commit(group, tc.offset(group, 3))  # an earlier plain commit
+    assert groups.offsets.validate_txn_commit(group, -1, "", None) == 0
+    groups.offsets.txn_commit(group, p.producer_id, 0, tc.offset(group, 7))
     assert tc.ctx.committed(group) == {("t", 0): 3}
-    assert groups.has_pending_txn_offset(group, ("t", 0))
+    assert groups.offsets.has_pending_txn_offset(group, ("t", 0))
     assert groups.committed_snapshot([group]).by_group == {group: {("t", 0): 3}}
     tc.restart()  # still open after a restart
     groups = tc.ctx.coordinator
-    assert tc.ctx.committed(group) == {("t", 0): 3} and groups.has_pending_txn_offset(group)
+    assert tc.ctx.committed(group) == {("t", 0): 3} and groups.offsets.has_pending_txn_offset(group)
     assert tc.txn.end_txn(TXN, p.producer_id, 0, commit=True) == 0
     assert tc.ctx.committed(group) == {("t", 0): 7}
     assert groups.committed_snapshot([group]).by_group == {group: {("t", 0): 7}}
@@ -217,9 +217,9 @@ def test_transactional_offsets_count_only_once_committed(tc: TxnContext) -> None
     assert tc.markers(OFFSETS_TOPIC, offsets_partition) == [(p.producer_id, 0, True)]
     # an aborted one never counts, before or after a restart
     tc.txn.add_offsets(TXN, p.producer_id, 0, group)
-    groups.txn_commit(group, p.producer_id, 0, tc.offset(group, 99))
+    groups.offsets.txn_commit(group, p.producer_id, 0, tc.offset(group, 99))
     assert tc.txn.end_txn(TXN, p.producer_id, 0, commit=False) == 0
-    assert tc.ctx.committed(group) == {("t", 0): 7} and not groups.has_pending_txn_offset(group)
+    assert tc.ctx.committed(group) == {("t", 0): 7} and not groups.offsets.has_pending_txn_offset(group)
     tc.restart()
     assert tc.ctx.committed(group) == {("t", 0): 7}
     assert tc.ctx.coordinator.committed_snapshot([group]).by_group == {group: {("t", 0): 7}}
@@ -234,13 +234,16 @@ def test_transactional_commit_checks_the_member_generation(tc: TxnContext) -> No
 
     done(ctx.sync(first.member_id, 1))
     groups = ctx.coordinator
-    assert groups.validate_txn_commit(ctx.group.group_id, -1, "", None) == 0
-    assert groups.validate_txn_commit(ctx.group.group_id, 1, first.member_id, None) == 0
+    assert groups.offsets.validate_txn_commit(ctx.group.group_id, -1, "", None) == 0
+    assert groups.offsets.validate_txn_commit(ctx.group.group_id, 1, first.member_id, None) == 0
     assert (
-        groups.validate_txn_commit(ctx.group.group_id, 0, first.member_id, None)
+        groups.offsets.validate_txn_commit(ctx.group.group_id, 0, first.member_id, None)
         == E.IllegalGenerationError.errno
     )
-    assert groups.validate_txn_commit(ctx.group.group_id, 1, "nobody", None) == E.UnknownMemberIdError.errno
+    assert (
+        groups.offsets.validate_txn_commit(ctx.group.group_id, 1, "nobody", None)
+        == E.UnknownMemberIdError.errno
+    )
 
 
 def test_verify_refuses_writes_outside_the_transaction(tc: TxnContext) -> None:
@@ -261,12 +264,12 @@ def test_deleting_a_topic_drops_its_committed_and_pending_offsets(tc: TxnContext
     p = tc.txn.init_producer_id(TXN, TIMEOUT)
     assert tc.txn.add_offsets(TXN, p.producer_id, 0, group) == 0
     groups = tc.ctx.coordinator
-    groups.commit(group, tc.offset(group, 3))
-    groups.commit(group, {("kept", 0): CommittedOffset(4, -1, "", 0)})
-    groups.txn_commit(group, p.producer_id, 0, tc.offset(group, 7))
-    assert groups.has_pending_txn_offset(group, ("t", 0))
-    assert groups.on_topic_deleted("t") == 1
-    assert not groups.has_pending_txn_offset(group)
+    groups.offsets.commit(group, tc.offset(group, 3))
+    groups.offsets.commit(group, {("kept", 0): CommittedOffset(4, -1, "", 0)})
+    groups.offsets.txn_commit(group, p.producer_id, 0, tc.offset(group, 7))
+    assert groups.offsets.has_pending_txn_offset(group, ("t", 0))
+    assert groups.offsets.on_topic_deleted("t") == 1
+    assert not groups.offsets.has_pending_txn_offset(group)
     assert tc.txn.end_txn(TXN, p.producer_id, 0, commit=True) == 0
     assert tc.ctx.committed(group) == {("kept", 0): 4}
     tc.restart()

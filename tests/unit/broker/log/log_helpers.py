@@ -46,7 +46,7 @@ def read_all(lg: Log, start: int | None = None) -> list[tuple[int, bytes | None,
         view = memoryview(data)
         pos = 0
         while pos + 61 <= len(data):
-            from ebb_broker.log.records import read_header
+            from ebb_formats.record_batch import read_header
 
             h = read_header(view, pos)
             if pos + h.size > len(data):

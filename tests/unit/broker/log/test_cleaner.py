@@ -111,8 +111,8 @@ def test_segment_grouping_by_size_index_and_offset_span(tmp_path: Path, clock: C
         raw = bytearray(batch(b"v", key=b"k"))
         raw[:8] = offset.to_bytes(8, "big")
         seg = sparse.local.new_segment(offset) if offset else sparse.local.active
-        from ebb_broker.log.records import read_header
         from ebb_broker.log.segment import BatchInfo
+        from ebb_formats.record_batch import read_header
 
         h = read_header(bytes(raw))
         seg.append([bytes(raw)], [BatchInfo(len(raw), h.last_offset, h.max_timestamp)])
@@ -162,7 +162,7 @@ def test_retains_last_empty_batch(make_log, clock: Clock) -> None:  # type: igno
     assert _records(lg) == []
     first = lg.segments()[0]
     hs = [h for _p, h in iter_headers(first.log_path.read_bytes())]
-    assert [(h.count, h.last_offset) for h in hs] == [(0, 3)]  # type: ignore[attr-defined]
+    assert [(h.count, h.last_offset) for h in hs] == [(0, 3)]
     assert lg.segments()[1].base_offset == 4
 
 
@@ -229,7 +229,7 @@ def test_compressed_batches_are_cleaned_and_keep_their_codec(make_log, clock: Cl
     assert len(_records(lg)) == 10  # the last round's batch was spliced: 9 of its 10 records kept
     for seg in lg.segments():
         for _p, h in iter_headers(seg.log_path.read_bytes()):
-            assert h.compression == Compression[codec]  # type: ignore[attr-defined]
+            assert h.compression == Compression[codec]
 
 
 def test_cleaner_retains_each_producers_last_sequence(manager, clock: Clock) -> None:  # type: ignore[no-untyped-def]

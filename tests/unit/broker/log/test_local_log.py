@@ -10,9 +10,10 @@ import pytest
 from ebb_broker.log import files
 from ebb_broker.log.local_log import LocalLog
 from ebb_broker.log.log_config import LogConfig
-from ebb_broker.log.records import read_header, with_offset
+from ebb_broker.log.records import with_offset
 from ebb_broker.log.segment import BatchInfo, Segment
 from ebb_broker.log.segments import Segments
+from ebb_formats.record_batch import read_header
 from tests.unit.broker.log.log_helpers import Clock, batch
 
 

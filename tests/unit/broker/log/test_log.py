@@ -1,12 +1,13 @@
 """Log (Kafka's UnifiedLog): append, read, offsets by time, DeleteRecords and retention counts.
 
-Restates UnifiedLogTest cases from the reference note (section 4, items 24-31) for this engine.
+Restates cases of Kafka's UnifiedLogTest (log start offset, DeleteRecords, retention) for this engine.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from ebb_broker.log import RecordsDeleted
 from ebb_broker.log.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
@@ -19,7 +20,8 @@ from ebb_broker.log.errors import (
 )
 from ebb_broker.log.log import Log
 from ebb_broker.log.log_config import LogConfig
-from ebb_broker.log.records import NewRecord, Record, build_batch, encode_batch, read_header, validate_batch
+from ebb_broker.log.records import NewRecord, Record, build_batch, encode_batch, validate_batch
+from ebb_formats.record_batch import read_header
 from tests.unit.broker.log.log_helpers import T0, Clock, batch, read_all
 
 ONE = len(batch(b"x" * 10, key=b"k"))  # size of one single-record batch used below
@@ -194,13 +196,13 @@ def test_compacted_topic_rolls_by_max_compaction_lag(make_log) -> None:  # type:
 def test_delete_records_rules(make_log) -> None:  # type: ignore[no-untyped-def]
     lg = make_log()
     _fill(lg, 25)
-    assert lg.delete_records(10) == 10
-    assert lg.delete_records(5) == 10  # never backwards; idempotent
+    assert lg.delete_records(10) == RecordsDeleted(0, 10)
+    assert lg.delete_records(5) == RecordsDeleted(10, 10)  # never backwards; idempotent
     with pytest.raises(OffsetOutOfRangeError):
         lg.delete_records(
             26
         )  # HW 25, increment to 26 throws (testCannotIncrementLogStartOffsetPastHighWatermark)
-    assert lg.delete_records(-1) == 25  # -1 = high watermark
+    assert lg.delete_records(-1) == RecordsDeleted(10, 25)  # -1 = high watermark
     assert lg.log_start_offset == 25
 
 
@@ -220,7 +222,7 @@ def test_compact_delete_topic_accepts_delete_records(tmp_path, clock) -> None:  
         tmp_path / "c-0", "c", 0, LogConfig.parse({"cleanup.policy": "compact,delete"}), clock=clock
     )
     lg.append(batch(b"v", key=b"k"))
-    assert lg.delete_records(1) == 1
+    assert lg.delete_records(1).low_watermark == 1
     lg.close()
 
 

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from ebb_broker.log.checkpoint import read_offsets
+from ebb_broker.log import RecordsDeleted
+from ebb_broker.log.checkpoint import atomic_write, read_offsets
 from ebb_broker.log.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
     InvalidTopicError,
     PartitionLimitError,
+    PolicyViolationError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -86,11 +88,11 @@ def test_log_start_offset_checkpoint_is_sparse(manager, tmp_path: Path) -> None:
     for _ in range(12):
         lg.append(batch(b"x"))
     path = tmp_path / "data" / "log-start-offset-checkpoint"
-    lg.delete_records(7)
+    mgr.delete_records({("t", 0): 7})
     assert read_offsets(path) == {("t", 0): 7}  # written by DeleteRecords itself
     mgr.run_retention()
     assert read_offsets(path) == {("t", 0): 7}  # segment [5, 10) still holds offsets 5 and 6
-    lg.delete_records(10)
+    mgr.delete_records({("t", 0): 10})
     mgr.run_retention()
     assert read_offsets(path) == {}  # first segment now starts at the log start offset
 
@@ -101,7 +103,7 @@ def test_log_start_offset_survives_restart_and_crash(manager, tmp_path: Path) ->
     lg = mgr.get_log("t", 0)
     for _ in range(10):
         lg.append(batch(b"x"))
-    lg.delete_records(4)
+    mgr.delete_records({("t", 0): 4})
     mgr.abandon()  # kill -9: no close, no checkpoint
     again = manager()
     lg = again.get_log("t", 0)
@@ -110,26 +112,33 @@ def test_log_start_offset_survives_restart_and_crash(manager, tmp_path: Path) ->
 
 
 def test_log_starts_moved_in_one_request_are_checkpointed_once_and_survive_a_crash(  # type: ignore[no-untyped-def]
-    manager, tmp_path: Path
+    manager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A DeleteRecords request over many partitions writes log-start-offset-checkpoint once, when it ends
-    (before its answer), with every move; a crash after that keeps them all."""
+    """A DeleteRecords request over many partitions writes log-start-offset-checkpoint once, before it
+    returns, with every move; a partition's error is its own result; a crash after that keeps them all."""
     mgr = manager()
     mgr.create_topic("t", 3, {})
+    mgr.create_topic("compacted", 1, {"cleanup.policy": "compact"})
     for p in range(3):
         for _ in range(10):
             mgr.get_log("t", p).append(batch(b"x"))
     path = tmp_path / "data" / "log-start-offset-checkpoint"
-    with mgr.one_log_start_checkpoint():
-        for p in range(3):
-            mgr.get_log("t", p).delete_records(p + 2)
-        assert read_offsets(path) == {}  # not yet: one write for the request
-    assert read_offsets(path) == {("t", 0): 2, ("t", 1): 3, ("t", 2): 4}
-    mgr.get_log("t", 0).delete_records(5)  # outside a request block: written at once, as before
-    assert read_offsets(path)[("t", 0)] == 5
+    writes: list[dict[tuple[str, int], int]] = []
+    write = mgr._write_log_start_offsets
+    monkeypatch.setattr(mgr, "_write_log_start_offsets", lambda: (write(), writes.append(read_offsets(path))))
+    results = mgr.delete_records({("t", 0): 2, ("t", 1): 3, ("t", 2): -1, ("compacted", 0): 1})
+    assert {tp: r.low_watermark for tp, r in results.items() if isinstance(r, RecordsDeleted)} == {
+        ("t", 0): 2,
+        ("t", 1): 3,
+        ("t", 2): 10,  # -1: the high watermark
+    }
+    assert isinstance(results[("compacted", 0)], PolicyViolationError)
+    assert writes == [{("t", 0): 2, ("t", 1): 3, ("t", 2): 10}]  # once, with every move
+    mgr.delete_records({("t", 0): 1})  # nothing moves: nothing written
+    assert len(writes) == 1
     mgr.abandon()  # kill -9
     again = manager()
-    assert [again.get_log("t", p).log_start_offset for p in range(3)] == [5, 3, 4]
+    assert [again.get_log("t", p).log_start_offset for p in range(3)] == [2, 3, 10]
 
 
 def test_clean_shutdown_marker(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -209,7 +218,7 @@ def test_corrupt_checkpoints(manager, tmp_path: Path) -> None:  # type: ignore[n
     lg = mgr.get_log("t", 0)
     for _ in range(5):
         lg.append(batch(b"x"))
-    lg.delete_records(3)
+    mgr.delete_records({("t", 0): 3})
     mgr.abandon()
     data = tmp_path / "data"
     (data / "recovery-point-offset-checkpoint").write_text("0\n7\nt 0 5\n")
@@ -282,13 +291,13 @@ def test_a_batch_is_checked_as_a_whole_then_written_once(manager, tmp_path: Path
     mgr.create_topic("a.b", 1, {})
     topics_file = tmp_path / "data" / "ebb-topics.json"
     writes: list[Path] = []
-    real_write = lm.atomic_write
+    real_write = atomic_write
     monkeypatch.setattr(lm, "atomic_write", lambda p, d: (writes.append(p), real_write(p, d)))
     batch = [lm.NewTopic(f"t{i}", 1) for i in range(50)]
     batch += [lm.NewTopic("a_b", 1), lm.NewTopic("c.d", 1), lm.NewTopic("c_d", 1), lm.NewTopic("bad\n", 1)]
     results = mgr.create_topics(batch)
     assert writes.count(topics_file) == 1
-    assert all(results[f"t{i}"].partitions == 1 for i in range(50))  # type: ignore[union-attr]
+    assert all(results[f"t{i}"].partitions == 1 for i in range(50))
     assert str(results["a_b"]) == "Topic 'a_b' collides with existing topic: a.b"
     assert str(results["c_d"]) == "Topic 'c_d' collides with existing topic: c.d"  # within the batch too
     assert isinstance(results["bad\n"], InvalidTopicError)
@@ -350,7 +359,7 @@ def test_an_illegal_name_on_disk_is_reported_and_skipped(manager, tmp_path: Path
     mgr.create_topic("ok", 1, {})
     for _ in range(3):
         mgr.get_log("ok", 0).append(batch(b"x"))
-    mgr.get_log("ok", 0).delete_records(2)
+    mgr.delete_records({("ok", 0): 2})
     mgr.close()
     data = tmp_path / "data"
     doc = json.loads((data / "ebb-topics.json").read_text())

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from ebb_broker.config import BrokerConfig
+from ebb_broker.log import RecordsDeleted
 from ebb_broker.log.compression import Compression
 from ebb_broker.log.log_manager import LogManager
 from ebb_broker.log.records import NewRecord, build_batch
@@ -88,7 +89,9 @@ class LogMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def delete_records(self, data: st.DataObject) -> None:
         target = data.draw(st.one_of(st.just(-1), st.integers(0, self.next)))
-        low = self.log.delete_records(target)
+        (result,) = self.mgr.delete_records({("p", 0): target}).values()  # durable before it returns
+        assert isinstance(result, RecordsDeleted)
+        low = result.low_watermark
         self.start = max(self.start, self.next if target == -1 else target)
         assert low == self.start
 

@@ -6,7 +6,8 @@ import pytest
 
 from ebb_broker.log.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from ebb_broker.log.producer_state import BATCHES_TO_RETAIN, ProducerEntry, ProducerStateManager
-from ebb_broker.log.records import BatchHeader, NewRecord, build_batch, read_header, with_offset
+from ebb_broker.log.records import NewRecord, build_batch, with_offset
+from ebb_formats.record_batch import BatchHeader, read_header
 
 PID = 7
 

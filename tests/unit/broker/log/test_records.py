@@ -10,17 +10,16 @@ import pytest
 from ebb_broker.log.compression import Compression, decompress
 from ebb_broker.log.errors import CorruptRecordError
 from ebb_broker.log.records import (
-    HEADER_SIZE,
     NewRecord,
     Record,
     build_batch,
     crc32c,
     decode_records,
     encode_batch,
-    read_header,
     validate_batch,
     with_offset,
 )
+from ebb_formats.record_batch import HEADER_SIZE, read_header
 
 
 def test_header_layout_matches_kafka() -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ebb_broker.log.records import read_header, with_offset
+from ebb_broker.log.records import with_offset
 from ebb_broker.log.segment import BatchInfo, Segment
+from ebb_formats.record_batch import read_header
 from tests.unit.broker.log.log_helpers import T0, batch
 
 

@@ -69,8 +69,9 @@ def test_a_snapshot_is_not_changed_by_later_adds_and_removes(tmp_path: Path, seg
 
 
 def test_size_is_the_sum_of_the_segments(tmp_path: Path) -> None:
-    from ebb_broker.log.records import read_header, with_offset
+    from ebb_broker.log.records import with_offset
     from ebb_broker.log.segment import BatchInfo
+    from ebb_formats.record_batch import read_header
     from tests.unit.broker.log.log_helpers import batch
 
     segs = Segments()

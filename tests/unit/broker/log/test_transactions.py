@@ -93,7 +93,7 @@ def test_markers_fence_an_older_coordinator_epoch(make_log) -> None:  # type: ig
 
 def _reopen(manager, mgr: LogManager) -> LogManager:  # type: ignore[no-untyped-def]
     mgr.close()
-    return manager()  # type: ignore[no-any-return]
+    return manager()
 
 
 @pytest.mark.parametrize("clean_shutdown", [True, False], ids=["clean", "crash"])

@@ -30,14 +30,9 @@ from ebb_broker.log.errors import (
     RecordValidationError,
 )
 from ebb_broker.log.log_config import LogConfig
-from ebb_broker.log.records import (
-    NewRecord,
-    build_batch,
-    decode_records,
-    read_header,
-    validate_batch,
-)
+from ebb_broker.log.records import NewRecord, build_batch, decode_records, validate_batch
 from ebb_broker.log.validator import AppendOrigin, ValidatedBatch, validate_records
+from ebb_formats.record_batch import read_header
 from tests.record_batches import NOW, raw_batch, record, varint, zstd_zeros
 
 DEFAULT = LogConfig.parse({})

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ebb_broker.protocol.apis.offset_fetch import Row, encode_groups
 from ebb_broker.protocol.codec import messages_for
 from ebb_broker.protocol.encoded import EncodedBody
+from ebb_formats.offset_fetch import Row, encode
 
 Groups = list[tuple[str, int, list[tuple[str, list[Row]]]]]
 
@@ -67,7 +67,7 @@ def _codec_bytes(version: int, groups: Groups) -> bytes:
 @pytest.mark.parametrize("case", list(ANSWERS))
 def test_hand_written_answer_is_byte_for_byte_the_codecs(version: int, case: str) -> None:
     groups = ANSWERS[case]
-    ours = EncodedBody(encode_groups(groups), flexible=True).framed(42)
+    ours = EncodedBody(encode(groups), flexible=True).framed(42)
     assert ours == _codec_bytes(version, groups)
     # and the codec reads it back as the same answer
     decoded = messages_for(9).response[version].decode(ours, header=True, framed=True)

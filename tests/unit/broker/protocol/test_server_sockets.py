@@ -18,9 +18,8 @@ def test_accepted_connections_do_not_wait_for_delayed_acks() -> None:
 
     async def scenario() -> int:
         # The server only counts the connection in the broker's metrics before the first request.
-        server = KafkaServer(
-            SimpleNamespace(metrics=BrokerMetrics()), [Listener("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 0)]
-        )  # type: ignore[arg-type]
+        broker = SimpleNamespace(metrics=BrokerMetrics())
+        server = KafkaServer(broker, [Listener("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 0)])  # type: ignore[arg-type]
         await server.start()
         client = socket.create_connection(("127.0.0.1", server.port))
         try:

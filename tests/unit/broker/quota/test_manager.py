@@ -50,7 +50,7 @@ def _manager(store: ClientQuotaStore, clock: Clock | None = None, **kw: int) -> 
 
 # The eight levels, most specific first (Kafka's documented order), each with the quota it sets and the
 # (user, client id) that then share a rate.
-LEVELS = [
+LEVELS: list[tuple[dict[str, str | None], float, tuple[str, str]]] = [
     ({"user": "alice", "client": "app"}, 1.0, ("alice", "app")),
     ({"user": "alice", "client": None}, 2.0, ("alice", "app")),
     ({"user": "alice"}, 3.0, ("alice", "")),
@@ -66,7 +66,7 @@ LEVELS = [
 def test_the_most_specific_quota_applies(store: ClientQuotaStore, level: int) -> None:
     # Set this level and every less specific one: this level's quota and sharing must win.
     for names, value, _tags in LEVELS[level:]:
-        _set(store, value, **names)
+        _set(store, value, PRODUCER_BYTE_RATE, **names)
     m = _manager(store)
     _names, want, tags = LEVELS[level]
     assert m.metric_tags("alice", "app") == tags

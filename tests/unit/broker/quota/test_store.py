@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ SET = QuotaOp(PRODUCER_BYTE_RATE, 1024.0)
 
 
 def _alter(
-    store: ClientQuotaStore, pairs: list[tuple[str, str | None]], *ops: QuotaOp
+    store: ClientQuotaStore, pairs: Sequence[tuple[str, str | None]], *ops: QuotaOp
 ) -> tuple[int, str | None]:
     (r,) = store.alter([Alteration(entity_of(pairs), list(ops))])
     return r.error_code, r.error_message

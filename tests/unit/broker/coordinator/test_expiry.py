@@ -1,6 +1,7 @@
-"""Offset retention (KIP-211), restating Kafka's GroupMetadataManagerTest/OffsetMetadataManagerTest
-expiration cases (testOffsetExpirationSemantics, testOffsetExpirationOfSimpleConsumer,
-testOffsetExpirationOfActiveGroupSemantics, testCleanupGroupMetadata...).
+"""Offsets retention (coordinator/expiry.py, KIP-211), restating Kafka's GroupMetadataManagerTest and
+OffsetMetadataManagerTest expiration cases (testOffsetExpirationSemantics,
+testOffsetExpirationOfSimpleConsumer, testOffsetExpirationOfActiveGroupSemantics,
+testCleanupGroupMetadata...).
 
 Kafka's rule: the offsets of an Empty group expire `offsets.retention.minutes` after the group became
 Empty; those of a standalone group (it only commits) that long after their commit; a Stable consumer group
@@ -17,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from ebb_broker.coordinator.group import GroupState
-from ebb_broker.coordinator.offsets_records import GroupKey, OffsetKey, decode_key
+from ebb_broker.coordinator.expiry import expiration_base, expired
+from ebb_broker.coordinator.group import Group, GroupState
+from ebb_broker.coordinator.offsets import CommittedOffset
+from ebb_formats.consumer_offsets import GroupMetadataKey, OffsetCommitKey, decode_key
 from tests.unit.broker.coordinator.coordinator_context import (
     GROUP,
     TEST_CONFIG,
@@ -66,10 +69,10 @@ def test_standalone_offsets_expire_after_their_commit_and_the_group_goes(ctx: Co
     assert ctx.commit("", -1, {("t", 1): 6}) == 0
     ctx.advance(RETENTION // 2 + CHECK_INTERVAL)
     assert ctx.committed() == {("t", 1): 6}, "only the older commit expired"
-    assert OffsetKey(GROUP, "t", 0) in _tombstones(ctx)
+    assert OffsetCommitKey(GROUP, "t", 0) in _tombstones(ctx)
     ctx.advance(RETENTION // 2)
     assert ctx.committed() == {} and GROUP not in ctx.coordinator.groups
-    assert {OffsetKey(GROUP, "t", 1), GroupKey(GROUP)} <= _tombstones(ctx)
+    assert {OffsetCommitKey(GROUP, "t", 1), GroupMetadataKey(GROUP)} <= _tombstones(ctx)
     ctx.restart()
     assert GROUP not in ctx.coordinator.groups and ctx.committed() == {}
 
@@ -128,4 +131,29 @@ def test_an_empty_group_without_offsets_is_deleted_at_the_next_check(ctx: Coordi
     assert ctx.group.state is GroupState.EMPTY
     ctx.advance(CHECK_INTERVAL)
     assert GROUP not in ctx.coordinator.groups
-    assert GroupKey(GROUP) in _tombstones(ctx)
+    assert GroupMetadataKey(GROUP) in _tombstones(ctx)
+
+
+# ---- what an offset's retention counts from (Kafka's offsetExpirationCondition) -------------------
+
+
+def test_what_an_offsets_retention_counts_from() -> None:
+    committed = {("t", 0): CommittedOffset(1, -1, "", 1_000), ("u", 0): CommittedOffset(1, -1, "", 5_000)}
+    standalone = Group("g")  # no protocol type: only commits
+    assert expired(standalone, committed, 1_000 + RETENTION, RETENTION, set()) == [("t", 0)]
+    assert expired(standalone, committed, 5_000 + RETENTION, RETENTION, {("u", 0)}) == [("t", 0)]
+    # An Empty consumer group subscribes to nothing (its members are gone).
+    empty = Group(
+        "g", GroupState.EMPTY, protocol_type="consumer", state_timestamp=10_000, subscribed_topics=set()
+    )
+    assert expired(empty, committed, 10_000 + RETENTION - 1, RETENTION, set()) == []
+    assert expired(empty, committed, 10_000 + RETENTION, RETENTION, set()) == [("t", 0), ("u", 0)]
+    never_stamped = Group("g", GroupState.EMPTY, protocol_type="consumer", subscribed_topics=set())
+    assert expired(never_stamped, committed, 1_000 + RETENTION, RETENTION, set()) == [("t", 0)]
+    stable = Group("g", GroupState.STABLE, protocol_type="consumer", subscribed_topics={"t"})
+    assert expired(stable, committed, 10**9, RETENTION, set()) == [("u", 0)]  # not a subscribed topic
+    rebalancing = Group("g", GroupState.PREPARING_REBALANCE, protocol_type="consumer")
+    assert (
+        expiration_base(rebalancing) is None
+        and expired(rebalancing, committed, 10**9, RETENTION, set()) is None
+    )

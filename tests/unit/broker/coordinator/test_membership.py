@@ -1,4 +1,5 @@
-"""The classic group coordinator's state machine, without sockets.
+"""Classic group membership (coordinator/membership.py): JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+sessions, rebalances and static members, without sockets.
 
 Each test restates a case of Kafka's GroupCoordinatorTest (core, Scala) or GroupMetadataManagerTest
 (group-coordinator, Java) that applies to one node; the Kafka test name is in the docstring. Settings are
@@ -8,7 +9,6 @@ Kafka's test settings (`coordinator_context.TEST_CONFIG`): sessions and rebalanc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,15 +23,7 @@ from tests.unit.broker.coordinator.coordinator_context import (
     SESSION_TIMEOUT,
     CoordinatorContext,
     done,
-    subscription,
 )
-
-
-@pytest.fixture
-def ctx(tmp_path: Path) -> Iterator[CoordinatorContext]:
-    c = CoordinatorContext(tmp_path / "data")
-    yield c
-    c.close()
 
 
 def _member_id_required(ctx: CoordinatorContext, **kwargs: object) -> str:
@@ -544,167 +536,3 @@ def test_leave_by_group_instance_id(ctx: CoordinatorContext) -> None:
     assert errors == [0, E.FencedInstanceIdError.errno, E.UnknownMemberIdError.errno]
     assert set(ctx.group.static_members) == {"follower"}
     assert ctx.leave((r.follower_id, "follower")) == (0, [0])
-
-
-# ---- OffsetCommit ---------------------------------------------------------------------------
-
-
-def test_commit_to_an_unknown_group(ctx: CoordinatorContext) -> None:
-    """testCommitOffsetFromUnknownGroup: generation -1 creates a standalone group; a member's commit is
-    refused with ILLEGAL_GENERATION (GROUP_ID_NOT_FOUND from OffsetCommit v9)."""
-    assert ctx.commit("m", 1, {("t", 0): 1}) == E.IllegalGenerationError.errno
-    assert ctx.commit("m", 1, {("t", 0): 1}, api_version=9) == E.GroupIdNotFoundError.errno
-    assert ctx.commit("", -1, {("t", 0): 7}) == 0
-    assert ctx.committed() == {("t", 0): 7} and ctx.group.state is GroupState.EMPTY
-
-
-def test_commit_with_the_default_generation_to_an_empty_group(ctx: CoordinatorContext) -> None:
-    """testCommitOffsetWithDefaultGeneration / testCommitOffsetsAfterGroupIsEmpty."""
-    first = ctx.join_first_member()
-    done(ctx.sync(first.member_id, 1))
-    assert ctx.commit("", -1, {("t", 0): 1}) == E.UnknownMemberIdError.errno, "only members may commit"
-    ctx.leave((first.member_id, None))
-    assert ctx.commit("", -1, {("t", 0): 2}) == 0
-    assert ctx.committed() == {("t", 0): 2}
-
-
-def test_commit_from_a_member_of_an_older_generation_is_refused(ctx: CoordinatorContext) -> None:
-    """A consumer that missed a rebalance cannot commit over the new owner: ILLEGAL_GENERATION."""
-    r = ctx.two_members()
-    assert ctx.commit(r.follower_id, r.generation, {("t", 0): 5}) == 0
-    leader_f, follower_f = ctx.join(r.leader_id), ctx.join(r.follower_id)
-    new_gen = done(leader_f).generation
-    done(ctx.sync(r.leader_id, new_gen))
-    done(ctx.sync(r.follower_id, new_gen))
-    assert done(follower_f).generation == new_gen
-    assert ctx.commit(r.follower_id, r.generation, {("t", 0): 9}) == E.IllegalGenerationError.errno
-    assert ctx.committed() == {("t", 0): 5}
-
-
-def test_commit_during_completing_rebalance(ctx: CoordinatorContext) -> None:
-    """testCommitOffsetInCompletingRebalance / ...FromUnknownMemberId / ...FromIllegalGeneration."""
-    first = ctx.join_first_member()
-    assert ctx.group.state is GroupState.COMPLETING_REBALANCE
-    assert ctx.commit(first.member_id, 1, {("t", 0): 1}) == E.RebalanceInProgressError.errno
-    assert ctx.commit("unknown", 1, {("t", 0): 1}) == E.UnknownMemberIdError.errno
-    assert ctx.commit(first.member_id, 2, {("t", 0): 1}) == E.IllegalGenerationError.errno
-
-
-def test_commit_during_preparing_rebalance_is_accepted(ctx: CoordinatorContext) -> None:
-    """Kafka lets a current member commit while the group prepares a rebalance (the heartbeat tells it
-    to rejoin), so a consumer can commit what it processed before giving up its partitions."""
-    r = ctx.two_members()
-    ctx.join()  # a newcomer
-    assert ctx.group.state is GroupState.PREPARING_REBALANCE
-    assert ctx.commit(r.follower_id, r.generation, {("t", 0): 3}) == 0
-
-
-# ---- DeleteGroups and OffsetDelete ----------------------------------------------------------
-
-
-def test_delete_groups(ctx: CoordinatorContext) -> None:
-    """testDeleteNonEmptyGroup / testDeleteEmptyGroup / testDeleteEmptyGroupWithStoredOffsets: the
-    tombstones keep the group deleted across a restart."""
-    assert ctx.coordinator.delete_group(GROUP) == E.GroupIdNotFoundError.errno
-    first = ctx.join_first_member()
-    assert ctx.coordinator.delete_group(GROUP) == E.NonEmptyGroupError.errno
-    ctx.leave((first.member_id, None))
-    ctx.commit("", -1, {("t", 0): 4})
-    assert ctx.coordinator.delete_group(GROUP) == 0
-    assert GROUP not in ctx.coordinator.groups and ctx.committed() == {}
-    ctx.restart()
-    assert GROUP not in ctx.coordinator.groups and ctx.committed() == {}
-
-
-def test_offset_delete(ctx: CoordinatorContext) -> None:
-    """testDeleteOffsetOfNonExistingGroup / OfStableConsumerGroup / OfEmptyConsumerGroup: a live
-    consumer group keeps the offsets of the topics it subscribes to."""
-    assert ctx.coordinator.delete_offsets(GROUP, [("t", 0)]) == (E.GroupIdNotFoundError.errno, {})
-    first = ctx.join_first_member(protocols=[("range", subscription("t"))])
-    done(ctx.sync(first.member_id, 1))
-    ctx.commit(first.member_id, 1, {("t", 0): 1, ("other", 0): 2})
-    error, per_partition = ctx.coordinator.delete_offsets(GROUP, [("t", 0), ("other", 0)])
-    assert (error, per_partition) == (0, {("t", 0): E.GroupSubscribedToTopicError.errno, ("other", 0): 0})
-    assert ctx.committed() == {("t", 0): 1}
-    ctx.leave((first.member_id, None))
-    assert ctx.coordinator.delete_offsets(GROUP, [("t", 0)]) == (0, {("t", 0): 0})
-    assert ctx.committed() == {}
-
-
-def test_offset_delete_of_a_non_consumer_group_with_members(ctx: CoordinatorContext) -> None:
-    """testDeleteOffsetOfNonEmptyNonConsumerGroup: NON_EMPTY_GROUP."""
-    ctx.join_first_member(protocol_type="connect")
-    assert ctx.coordinator.delete_offsets(GROUP, [("t", 0)]) == (E.NonEmptyGroupError.errno, {})
-
-
-# ---- loading (GroupMetadataManagerTest) -----------------------------------------------------
-
-
-def test_a_restart_restores_the_stable_group_and_its_members(ctx: CoordinatorContext) -> None:
-    """testLoadGroupWithMembers / onLoaded: after a coordinator failover members carry on with the same
-    member id and generation; a member that never comes back expires with its session."""
-    r = ctx.two_members()
-    ctx.commit(r.leader_id, r.generation, {("t", 0): 11})
-    ctx.restart()
-    g = ctx.group
-    assert (g.state, g.generation, g.leader) == (GroupState.STABLE, r.generation, r.leader_id)
-    assert g.members[r.follower_id].assignment == b"follower-assignment"
-    assert ctx.committed() == {("t", 0): 11}
-    assert ctx.heartbeat(r.leader_id, r.generation) == 0
-    assert done(ctx.sync(r.follower_id, r.generation)).assignment == b"follower-assignment"
-    for _ in range(3):
-        ctx.advance(SESSION_TIMEOUT // 2)
-        ctx.heartbeat(r.leader_id, r.generation)
-    assert r.follower_id not in ctx.group.members, "the follower never came back"
-    assert ctx.group.state is GroupState.PREPARING_REBALANCE
-
-
-def test_a_restart_mid_rebalance_restores_the_last_stored_generation(ctx: CoordinatorContext) -> None:
-    """Kafka stores a generation at its SyncGroup: a rebalance cut by a restart is forgotten and members
-    of the new generation are told ILLEGAL_GENERATION, then rejoin."""
-    r = ctx.two_members()
-    leader_f, follower_f = ctx.join(r.leader_id), ctx.join(r.follower_id)
-    new_gen = done(leader_f).generation
-    assert done(follower_f).generation == new_gen == r.generation + 1
-    ctx.restart()
-    assert (ctx.group.state, ctx.group.generation) == (GroupState.STABLE, r.generation)
-    assert done(ctx.sync(r.leader_id, new_gen)).error == E.IllegalGenerationError.errno
-    assert ctx.heartbeat(r.follower_id, new_gen) == E.IllegalGenerationError.errno
-    rejoin = ctx.join(r.leader_id)
-    assert not rejoin.done() and ctx.group.state is GroupState.PREPARING_REBALANCE
-
-
-def test_a_member_of_a_group_that_restarted_empty_must_rejoin(ctx: CoordinatorContext) -> None:
-    """A member the restored group does not know (it left, or was never stored): UNKNOWN_MEMBER_ID."""
-    first = ctx.join_first_member()
-    done(ctx.sync(first.member_id, 1))
-    ctx.leave((first.member_id, None))
-    ctx.restart()
-    assert ctx.heartbeat(first.member_id, 1) == E.UnknownMemberIdError.errno
-    assert done(ctx.join(first.member_id)).error == E.UnknownMemberIdError.errno
-
-
-def test_records_in_the_partition_earlier_versions_used_move_to_kafkas(tmp_path: Path) -> None:
-    """Groups with a negative Java hashCode were stored in another partition than Kafka's
-    Utils.abs(hashCode) % partitions: a restart loads them, moves the value to Kafka's partition and
-    tombstones the old copy; a newer record in the proper partition wins over a misplaced one."""
-    from ebb_broker.coordinator.offsets_records import OffsetKey, OffsetValue, partition_for
-
-    group = "Hello World!"  # hashCode -969099747: Kafka's partition 3 of 4, the masked hash's 1
-    assert partition_for(group, 4) == 3
-    ctx = CoordinatorContext(tmp_path / "data", offsets_partitions=4)
-    try:
-        old = [(OffsetKey(group, "t", p).encode(), OffsetValue(o).encode()) for p, o in ((0, 5), (1, 6))]
-        ctx.store.append_to(1, old)
-        ctx.store.append_to(3, [(OffsetKey(group, "t", 1).encode(), OffsetValue(8).encode())])  # newer
-        ctx.restart()
-        assert ctx.committed(group) == {("t", 0): 5, ("t", 1): 8}
-        latest: dict[tuple[int, bytes], bytes | None] = {}
-        for rec in ctx.store.replay():
-            latest[(rec.partition, rec.key)] = rec.value
-        assert latest[(1, old[0][0])] is None and latest[(1, old[1][0])] is None
-        assert latest[(3, old[0][0])] == old[0][1]
-        ctx.restart()
-        assert ctx.committed(group) == {("t", 0): 5, ("t", 1): 8}
-    finally:
-        ctx.close()
