@@ -22,7 +22,7 @@ def _records(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     for c in (obj.get("status") or {}).get("conditions", []):
         if c["type"] == kind:
-            return c  # type: ignore[no-any-return]
+            return c
     return None
 
 

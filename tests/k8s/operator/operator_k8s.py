@@ -62,7 +62,7 @@ class Objects:
 
     def wait(
         self, plural: str, name: str, check: Callable[[dict[str, Any]], bool], timeout: float = 60
-    ) -> dict:
+    ) -> dict[str, Any]:
         return wait_until(
             f"{plural}/{name} in the expected state",
             lambda: self.get(plural, name),
@@ -77,8 +77,9 @@ class Objects:
         return [e for e in items if e["involvedObject"]["name"] == name]
 
 
-def ready(obj: dict[str, Any]) -> dict[str, Any] | None:
-    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"), None)
+def ready(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object's Ready condition; empty while it has none (a wait's check reads that as "not yet")."""
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"), {})
 
 
 def broker_metric(broker: EbbBroker, name: str, default: float | None = None) -> float:
