@@ -44,11 +44,13 @@ class OperatorProcess:
 
 
 class Objects:
-    """kubectl as a user: apply objects in the test namespace and wait for their status."""
+    """kubectl as a user: apply objects in the test namespace and wait for their status. A wait that gives
+    up shows the object, and what `log_tail` returns (the operator's last lines, say)."""
 
-    def __init__(self, cp: ControlPlane, namespace: str) -> None:
+    def __init__(self, cp: ControlPlane, namespace: str, log_tail: Callable[[], str] = lambda: "") -> None:
         self.cp = cp
         self.namespace = namespace
+        self.log_tail = log_tail
 
     def apply(self, kind: str, name: str, spec: dict[str, Any]) -> subprocess.CompletedProcess[str]:
         body = {"apiVersion": "ebb.dev/v1alpha1", "kind": kind, "metadata": {"name": name}, "spec": spec}
@@ -69,7 +71,7 @@ class Objects:
             timeout,
             until=check,
             interval=0.3,
-            detail=lambda obj: "\n" + yaml.safe_dump(obj),
+            detail=lambda obj: "\n" + yaml.safe_dump(obj) + self.log_tail(),
         )
 
     def events(self, name: str) -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ from harness.operator_process import OperatorProcess, running_operator
 from harness.ports import free_port
 from tests.e2e.operator.operator_kafka import create_topic, log_start, produce
 from tests.k8s.operator.conftest import OPERATOR_NAMESPACE
-from tests.k8s.operator.operator_k8s import ready
+from tests.k8s.operator.operator_k8s import Objects, ready
 
 TENANT, VIEWER = "tenant-alice", "tenant-victor"
 KINDS = {
@@ -56,21 +56,11 @@ class Tenancy:
             "apply", "-n", self.namespace, "--as", user, "-f", "-", stdin=yaml.safe_dump(body), check=False
         )
 
-    def get(self, plural: str, name: str) -> dict[str, Any]:
-        found: dict[str, Any] = self.cp.kubectl_json("get", "-n", self.namespace, plural, name)
-        return found
-
     def wait(
         self, plural: str, name: str, check: Callable[[dict[str, Any]], bool], timeout: float = 60
     ) -> dict[str, Any]:
-        return wait_until(
-            f"{plural}/{name} in the expected state",
-            lambda: self.get(plural, name),
-            timeout,
-            until=check,
-            interval=0.3,
-            detail=lambda obj: f"\n{yaml.safe_dump(obj)}\n{self.operator.log_tail()}",
-        )
+        objects = Objects(self.cp, self.namespace, log_tail=lambda: "\n" + self.operator.log_tail())
+        return objects.wait(plural, name, check, timeout)
 
     def kafka_cluster(self, name: str, allow: list[str]) -> dict[str, Any]:
         return {
