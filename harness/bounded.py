@@ -98,11 +98,14 @@ def until(
     interval: float = 0.05,
     *,
     ignore: tuple[type[BaseException], ...] = (),
+    detail: Callable[[T | None], object] = repr,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], object] = time.sleep,
 ) -> T:
     """`wait_until` with a default bound and a short interval, for what a test can only observe by asking
     often (a metric, a file): the first true value `check` returns."""
-    found = wait_until(what, check, timeout, interval=interval, ignore=ignore, clock=clock, sleep=sleep)
+    found = wait_until(
+        what, check, timeout, interval=interval, ignore=ignore, detail=detail, clock=clock, sleep=sleep
+    )
     assert found  # wait_until returns only what `bool` held for
     return found

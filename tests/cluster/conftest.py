@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from harness import publish
+from harness.bounded import until, wait_until
 from harness.docker_engine import docker_engine
 from harness.images import ensure_ebb_images, ensure_node_images, release_images, release_worktree
 from harness.k8s_binaries import Binaries
@@ -47,6 +48,8 @@ NAMESPACE = RELEASE = "ebb"
 JOBS = "ebb-jobs"
 BOOTSTRAP = f"ebb-broker.{NAMESPACE}.svc.cluster.local:9092"  # what the chart's NOTES print
 TOOLBOX = "toolbox"
+# Seconds between a wait's checks: each is a kubectl call (some an exec in a pod), on a loaded machine.
+POLL = 1.0
 UNINSTALL_TENANT = "uninstall-tenant"  # test_uninstall deletes it
 HEAD_VERSION = str(yaml.safe_load((CHART / "Chart.yaml").read_text())["version"])
 
@@ -178,16 +181,6 @@ class Release:
         return str(json.loads(meta)["version"])
 
 
-def wait_until(what: str, check: Callable[[], Any], timeout: float, detail: Callable[[], str] = str) -> Any:
-    """Poll `check` until it returns something truthy; an AssertionError naming `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{detail()}")
-        time.sleep(1)
-    return result
-
-
 def helm_from_registry(cluster: Cluster, command: str, release: publish.Published, *args: str) -> float:
     """`helm install|upgrade ebb oci://...` of a published release with the session's values (Spark on,
     the analysis job's Local engine sized for a few records, images pulled on every pod start so that each
@@ -260,7 +253,7 @@ def wait_for_broker_name(rel: Release) -> None:
         found = rel.kubectl("exec", TOOLBOX, "--", "getent", "hosts", name, check=False).stdout.split()
         return bool(found) and found[0] == rel.get("pod", "ebb-broker-0")["status"].get("podIP")
 
-    wait_until(f"{name} to resolve to the broker pod's address", resolved, 60)
+    wait_until(f"{name} to resolve to the broker pod's address", resolved, 60, interval=POLL)
 
 
 def start_toolbox(rel: Release, say: Say) -> Release:
@@ -441,7 +434,7 @@ def during_run(release: Release, policies: tuple[str, ...], admin_password: str)
         }
         return found if set(found) == set(policies) else None
 
-    found = wait_until("the runs' request Secrets in the jobs namespace", requests, 300)
+    found = until("the runs' request Secrets in the jobs namespace", requests, 300, interval=POLL)
     kinds = "secrets,configmaps,sparkapplications,pods,retentionpolicies"
     tenant = cluster.kubectl_json("-n", TENANT, "get", kinds)
     every = cluster.kubectl_json("get", "secrets", "--all-namespaces")["items"]

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from tests.cluster.conftest import NAMESPACE, TOOLBOX, Release, Say, start_client, wait_until
+from harness.bounded import wait_until
+from tests.cluster.conftest import NAMESPACE, POLL, TOOLBOX, Release, Say, start_client
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -22,7 +23,7 @@ def test_a_broker_pod_restart_loses_no_acknowledged_record(release: Release, say
     def acked() -> list[dict[str, object]]:
         return [line for line in release.logs("restart-producer") if "offset" in line]
 
-    wait_until("the producer's first 30 acknowledged records", lambda: len(acked()) >= 30, 120)
+    wait_until("the producer's first 30 acknowledged records", lambda: len(acked()) >= 30, 120, interval=POLL)
     before = release.get("pod", "ebb-broker-0")["metadata"]["uid"]
     # The old pod's log goes with it: follow it, to show how its shutdown went.
     log_path = release.cluster.workdir / "broker-before-restart.log"
@@ -60,7 +61,8 @@ def test_a_broker_pod_restart_loses_no_acknowledged_record(release: Release, say
         "the producer to finish",
         lambda: [line for line in release.logs("restart-producer") if "done" in line],
         300,
-        lambda: "\n".join(map(str, release.logs("restart-producer")[-5:])),
+        interval=POLL,
+        detail=lambda _: "\n" + "\n".join(map(str, release.logs("restart-producer")[-5:])),
     )
     records = acked()
     assert done[0]["done"] == len(records)

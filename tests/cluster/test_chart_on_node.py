@@ -5,6 +5,8 @@ the operator on in-cluster config, the Services and DNS names of the chart's NOT
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import yaml
 
@@ -16,11 +18,11 @@ from tests.cluster.conftest import BOOTSTRAP, NAMESPACE, RELEASE, TOOLBOX, Publi
 pytestmark = [pytest.mark.timeout(900), pytest.mark.usefixtures("spark_runs")]
 
 
-def _pods(rel: Release, selector: str) -> list[dict]:  # type: ignore[type-arg]
-    return rel.cluster.kubectl_json("get", "pods", "-n", NAMESPACE, "-l", selector)["items"]  # type: ignore[no-any-return]
+def _pods(rel: Release, selector: str) -> list[dict[str, Any]]:
+    return rel.cluster.kubectl_json("get", "pods", "-n", NAMESPACE, "-l", selector)["items"]
 
 
-def _pod(rel: Release, selector: str) -> dict:  # type: ignore[type-arg]
+def _pod(rel: Release, selector: str) -> dict[str, Any]:
     (pod,) = _pods(rel, selector)
     return pod
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.conftest import EXAMPLES, TOOLBOX, Release, Say, start_client, wait_until
+from harness.bounded import until, wait_until
+from tests.cluster.conftest import EXAMPLES, POLL, TOOLBOX, Release, Say, start_client
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -22,7 +23,7 @@ def _records(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     for c in (obj.get("status") or {}).get("conditions", []):
         if c["type"] == kind:
-            return c  # type: ignore[no-any-return]
+            return c
     return None
 
 
@@ -46,13 +47,16 @@ def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(release: Relea
         committed = [line["committed"] for line in lines if "committed" in line]
         return lines if len(_records(lines)) >= count and committed else None
 
-    def reader_log() -> str:
-        return release.kubectl("logs", "billing-reader", "--tail=20", check=False).stdout
+    def reader_log(_: object) -> str:
+        return "\n" + release.kubectl("logs", "billing-reader", "--tail=20", check=False).stdout
 
-    wait_until("the reader to read the first 90 records", lambda: read(90), 120, reader_log)
+    until("the reader to read the first 90 records", lambda: read(90), 120, interval=POLL, detail=reader_log)
     # Its group has committed the end of each partition: the guard lets the example delete up to there.
     wait_until(
-        "billing's commits at 30, 30, 30", lambda: _committed(release) == {"0": 30, "1": 30, "2": 30}, 60
+        "billing's commits at 30, 30, 30",
+        lambda: _committed(release) == {"0": 30, "1": 30, "2": 30},
+        60,
+        interval=POLL,
     )
 
     phase("90 records read and committed by the reader pod")
@@ -67,7 +71,7 @@ def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(release: Relea
         obj = release.get("deleterecords", "orders-consumed")
         return obj if (obj.get("status") or {}).get("phase") in {"Succeeded", "Failed"} else None
 
-    status = wait_until("the DeleteRecords example", dr_done, 120)["status"]
+    status = until("the DeleteRecords example", dr_done, 120, interval=POLL)["status"]
     assert status["phase"] == "Succeeded", status
     assert sorted((p["partition"], p["lowWatermark"]) for p in status["partitions"]) == [
         (0, 30),
@@ -79,7 +83,9 @@ def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(release: Relea
 
     second = release.pod_json_lines(TOOLBOX, "produce", "orders", "90", "--prefix", "b", "--spread", "3")
     assert second[-1] == {"done": 90}, second[-3:]
-    lines = wait_until("the reader to read on to 180 records", lambda: read(180), 120, reader_log)
+    lines = until(
+        "the reader to read on to 180 records", lambda: read(180), 120, interval=POLL, detail=reader_log
+    )
     assert not [line for line in lines if "error" in line], lines
     offsets: dict[int, list[int]] = defaultdict(list)
     for record in _records(lines):
@@ -93,7 +99,7 @@ def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(release: Relea
         condition = _condition(obj, "Ready")
         return obj if condition and condition["status"] == "True" else None
 
-    cc = wait_until("the CompactionConfig example", cc_ready, 120)["status"]
+    cc = until("the CompactionConfig example", cc_ready, 120, interval=POLL)["status"]
     assert [(t["topic"], t["state"]) for t in cc["topics"]] == [("customer-profiles", "Applied")]
     (configs,) = release.pod_json_lines(TOOLBOX, "describe-topic-configs", "customer-profiles")
     assert configs["cleanup.policy"] == "compact"
@@ -107,10 +113,11 @@ def test_examples_reconcile_and_a_consumer_reads_on_without_a_gap(release: Relea
         last = (obj.get("status") or {}).get("lastRun") or {}
         return obj if last.get("outcome") not in (None, "Running") else None
 
-    def operator_log() -> str:
-        return release.kubectl("logs", "deploy/ebb-operator", "--tail=40", check=False).stdout
+    def operator_log(_: object) -> str:
+        return "\n" + release.kubectl("logs", "deploy/ebb-operator", "--tail=40", check=False).stdout
 
-    policy = wait_until("the RetentionPolicy example's first run", rp_ran, 300, operator_log)["status"]
+    ran = until("the RetentionPolicy example's first run", rp_ran, 300, interval=POLL, detail=operator_log)
+    policy = ran["status"]
     last = policy["lastRun"]
     assert (last["engine"], last["outcome"]) == ("Local", "Succeeded"), policy
     # billing has read everything, but nothing is older than consumedRetention (1h): no cut yet.

@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.bounded import until, wait_until
 from harness.node import ctr
-from tests.cluster.conftest import JOBS, NAMESPACE, TENANT, TOOLBOX, Release, Say, SparkRuns, wait_until
+from tests.cluster.conftest import JOBS, NAMESPACE, POLL, TENANT, TOOLBOX, Release, Say, SparkRuns
 
 pytestmark = pytest.mark.timeout(900)
 LEASE = "ebb-operator"  # the chart's operator fullname
@@ -83,11 +84,12 @@ def _takeover(release: Release, killed_at: datetime) -> tuple[str, float]:
         spec = _lease(release)
         return spec if _renewed(spec) > killed_at else None
 
-    spec = wait_until(
+    spec = until(
         "a replica to take the lease over",
         written,
         120,
-        lambda: release.cluster.describe_pods(NAMESPACE),
+        interval=POLL,
+        detail=lambda _: "\n" + release.cluster.describe_pods(NAMESPACE),
     )
     return str(spec["holderIdentity"]), (_renewed(spec) - killed_at).total_seconds()
 
@@ -104,6 +106,7 @@ def _both_ready(release: Release) -> None:
             == 2
         ),
         180,
+        interval=POLL,
     )
 
 
@@ -177,7 +180,7 @@ def test_kill_9_of_the_leader_mid_spark_run_and_mid_delete_records(
         state = (json.loads(found.stdout).get("status") or {}).get("applicationState") or {}
         return last if state.get("state") == "RUNNING" else None
 
-    last = wait_until("the SparkApplication of policy spark to run", running, 600)
+    last = until("the SparkApplication of policy spark to run", running, 600, interval=POLL)
     spark_runs.interrupted["spark"] = last["id"]
     killed, killed_at = _kill_leader(release)
     holder, took = _takeover(release, killed_at)
@@ -210,7 +213,7 @@ def test_kill_9_of_the_leader_mid_spark_run_and_mid_delete_records(
         obj: dict[str, Any] = release.get("deleterecords", TOPIC)
         return obj if obj.get("status", {}).get("phase") == "Succeeded" else None
 
-    obj = wait_until("the DeleteRecords to finish", succeeded, 180)
+    obj = until("the DeleteRecords to finish", succeeded, 180, interval=POLL)
     finished = (datetime.now(UTC) - killed_at).total_seconds()
     say(
         f"DeleteRecords of {PARTITIONS} partitions: leader {killed} killed at phase {phases[0]} ({cut} "

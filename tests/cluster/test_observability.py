@@ -45,7 +45,7 @@ def _rule_groups(**values: str) -> list[dict[str, Any]]:
     for key, value in values.items():
         options += ["--set", f"prometheusRule.{key}={value}"]
     (rule,) = [d for d in _render(*options) if d["kind"] == "PrometheusRule"]
-    return rule["spec"]["groups"]  # type: ignore[no-any-return]
+    return rule["spec"]["groups"]
 
 
 RUNS = 'ebb_operator_policy_runs_total{namespace="team",policy="orders",outcome="%s"}'
@@ -157,7 +157,7 @@ def _dashboard() -> dict[str, Any]:
         d for d in _render() if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "ebb-dashboard"
     ]
     assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
-    return json.loads(configmap["data"]["ebb.json"])  # type: ignore[no-any-return]
+    return json.loads(configmap["data"]["ebb.json"])
 
 
 def test_every_query_is_promql_over_exported_metrics(tmp_path: Path) -> None:

@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.bounded import until, wait_until
 from tests.cluster.conftest import (
     JOBS,
     NAMESPACE,
+    POLL,
     SPARK_TOPIC,
     TENANT,
     TENANT_USER,
@@ -26,7 +28,6 @@ from tests.cluster.conftest import (
     Release,
     Say,
     SparkRuns,
-    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(1200)
@@ -82,15 +83,23 @@ def test_spark_application_runs_as_restricted_pods_and_a_failing_driver_shows_in
     began = time.monotonic()
     cluster = release.cluster
 
-    def detail() -> str:
+    def detail(_: object) -> str:
         apps = cluster.kubectl("-n", JOBS, "get", "sparkapplications", "-o", "wide", check=False).stdout
-        return f"{apps}\n{cluster.describe_pods(JOBS)}\nspark-operator:\n{spark_runs.operator.log_tail()}"
+        return f"\n{apps}\n{cluster.describe_pods(JOBS)}\nspark-operator:\n{spark_runs.operator.log_tail()}"
 
-    ok = wait_until(
-        "the SparkApplication run of policy spark", lambda: _finished(release, "spark"), 900, detail
+    ok = until(
+        "the SparkApplication run of policy spark",
+        lambda: _finished(release, "spark"),
+        900,
+        interval=POLL,
+        detail=detail,
     )
-    failed = wait_until(
-        "the run of policy spark-no-rights", lambda: _finished(release, "spark-no-rights"), 300, detail
+    failed = until(
+        "the run of policy spark-no-rights",
+        lambda: _finished(release, "spark-no-rights"),
+        300,
+        interval=POLL,
+        detail=detail,
     )
     say(f"SparkApplication runs finished, {time.monotonic() - began:.1f} s after this test started")
 
@@ -161,5 +170,6 @@ def test_spark_application_runs_as_restricted_pods_and_a_failing_driver_shows_in
         "the SparkApplication of the deleted policy to go",
         lambda: not cluster.kubectl_json("-n", JOBS, "get", "sparkapplications", "-l", selector)["items"],
         60,
-        detail,
+        interval=POLL,
+        detail=detail,
     )

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cluster.conftest import NAMESPACE, RELEASE, TOOLBOX, Release, Say, wait_until
+from harness.bounded import wait_until
+from tests.cluster.conftest import NAMESPACE, POLL, RELEASE, TOOLBOX, Release, Say
 from tests.cluster.conftest import UNINSTALL_TENANT as TENANT
 
 pytestmark = pytest.mark.timeout(600)
@@ -62,6 +63,7 @@ def test_helm_uninstall_keeps_the_brokers_data_volume_and_releases_every_object(
             )["items"]
         ),
         120,
+        interval=POLL,
     )
     held = yaml.safe_dump({"metadata": {"finalizers": [FINALIZER]}})
     for kind, name in (("deleterecords", "tenant-cut"), ("retentionpolicy", "tenant-policy")):
@@ -77,7 +79,7 @@ def test_helm_uninstall_keeps_the_brokers_data_volume_and_releases_every_object(
         )
         return not pods["items"]
 
-    wait_until("the release's pods to go", released_pods_gone, 180)
+    wait_until("the release's pods to go", released_pods_gone, 180, interval=POLL)
     assert (
         release.cluster.kubectl("get", "statefulset", "ebb-broker", "-n", NAMESPACE, check=False).returncode
         != 0
@@ -106,10 +108,14 @@ def test_a_tenant_namespace_is_deleted_after_uninstall(release: Release, say: Sa
     def gone() -> bool:
         return release.cluster.kubectl("get", "namespace", TENANT, check=False).returncode != 0
 
+    def namespace(_: object) -> str:
+        return "\n" + release.cluster.kubectl("get", "namespace", TENANT, "-o", "yaml", check=False).stdout
+
     wait_until(
         f"namespace {TENANT} to be deleted",
         gone,
         60,
-        lambda: release.cluster.kubectl("get", "namespace", TENANT, "-o", "yaml", check=False).stdout,
+        interval=POLL,
+        detail=namespace,
     )
     say(f"tenant namespace deleted after the uninstall: {time.monotonic() - began:.1f} s")

@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.bounded import wait_until
 from tests.cluster.conftest import (
     NAMESPACE,
+    POLL,
     RELEASE,
     TOOLBOX,
     Published,
@@ -26,7 +28,6 @@ from tests.cluster.conftest import (
     Say,
     helm_from_registry,
     start_client,
-    wait_until,
 )
 
 # The session's first test: its fixtures build and push both releases and start the node (minutes cold).
@@ -119,7 +120,7 @@ def test_upgrade_rollback_and_roll_forward_keep_every_record_and_object(
     def acked() -> list[dict[str, Any]]:
         return [line for line in rel.logs("upgrade-producer") if "offset" in line]
 
-    wait_until("the producer's first acknowledged records", lambda: len(acked()) >= 20, 120)
+    wait_until("the producer's first acknowledged records", lambda: len(acked()) >= 20, 120, interval=POLL)
     # Back to revision 1 (the first install), then forward to revision 2 (the upgrade) again: a rollback
     # runs no hooks, so the way forward costs the session no second run of them.
     steps = [("upgrade", published.head, ""), ("rollback", published.previous, "1"),
@@ -146,6 +147,7 @@ def test_upgrade_rollback_and_roll_forward_keep_every_record_and_object(
                 f"the KafkaCluster Ready after the {command}",
                 lambda: _ready(rel.cluster.kubectl_json("get", "kafkacluster", "ebb")),
                 120,
+                interval=POLL,
             )
             # The release's pods run the published images: by digest where the chart pins one (0.1.0's
             # chart names a tag only).
@@ -159,6 +161,7 @@ def test_upgrade_rollback_and_roll_forward_keep_every_record_and_object(
             "the producer to stop",
             lambda: [line for line in rel.logs("upgrade-producer") if "done" in line],
             300,
+            interval=POLL,
         )
         records = acked()
         assert done[0]["done"] == len(records) and len(records) > 100
@@ -172,9 +175,19 @@ def test_upgrade_rollback_and_roll_forward_keep_every_record_and_object(
             seen = {(r["partition"], r["offset"]) for r in rel.logs("upgrade-consumer") if "offset" in r}
             return [r for r in records if (r["partition"], r["offset"]) not in seen]
 
-        wait_until("the consumer group to read every acknowledged record", lambda: not unconsumed(), 180,
-                   lambda: f"{len(unconsumed())} not read, e.g. {unconsumed()[:3]}")  # fmt: skip
-        wait_until("two DeleteRecords under the final release", lambda: len(series.names) >= created + 2, 60)
+        wait_until(
+            "the consumer group to read every acknowledged record",
+            lambda: not unconsumed(),
+            180,
+            interval=POLL,
+            detail=lambda _: f"{len(unconsumed())} not read, e.g. {unconsumed()[:3]}",
+        )
+        wait_until(
+            "two DeleteRecords under the final release",
+            lambda: len(series.names) >= created + 2,
+            60,
+            interval=POLL,
+        )
 
     assert not series.errors, series.errors
     assert len(series.names) >= 10, series.names
@@ -183,18 +196,19 @@ def test_upgrade_rollback_and_roll_forward_keep_every_record_and_object(
         items = rel.cluster.kubectl_json("get", "deleterecords", "-n", NAMESPACE)["items"]
         return {d["metadata"]["name"]: d.get("status", {}).get("phase", "") for d in items}
 
-    def unfinished() -> str:
+    def unfinished(_: object) -> str:
         """The unfinished ones as they are stored, and what the operator said last."""
         names = [n for n, p in outcomes().items() if n in series.names and p not in FINISHED]
         stored = [rel.kubectl("get", "deleterecords", n, "-o", "yaml").stdout for n in names]
         log = rel.kubectl("logs", "deploy/ebb-operator", "--tail=60", check=False).stdout
-        return "\n---\n".join([*stored, log])
+        return "\n" + "\n---\n".join([*stored, log])
 
     wait_until(
         "every DeleteRecords of the series to finish",
         lambda: all(outcomes().get(n) in FINISHED for n in series.names),
         180,
-        unfinished,
+        interval=POLL,
+        detail=unfinished,
     )
     failed = {n: p for n, p in outcomes().items() if n in series.names and p != "Succeeded"}
     assert not failed, f"DeleteRecords created during the upgrades failed: {failed}"
@@ -209,6 +223,7 @@ def test_upgrade_rollback_and_roll_forward_keep_every_record_and_object(
             ]
         ),
         60,
+        interval=POLL,
     )
     assert held
     say(

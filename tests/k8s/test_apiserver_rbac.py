@@ -71,7 +71,10 @@ def test_python_client_sees_the_same_rbac(control_plane: ControlPlane, k8s_names
         core = kubernetes.client.CoreV1Api(client)
         assert core.list_namespaced_config_map(k8s_namespace).items == []
         with pytest.raises(kubernetes.client.ApiException, match=r"\(403\)"):
-            core.create_namespaced_config_map(k8s_namespace, {"metadata": {"name": "x"}, "data": {"k": "v"}})
+            body = kubernetes.client.V1ConfigMap(
+                metadata=kubernetes.client.V1ObjectMeta(name="x"), data={"k": "v"}
+            )
+            core.create_namespaced_config_map(k8s_namespace, body)
     finally:
         client.close()
 

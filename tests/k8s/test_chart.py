@@ -225,11 +225,20 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
                 "apply", "-n", namespace, "--dry-run=server", "-f", str(EXAMPLES / "retention-policy.yaml")
             )
 
-            def dr_done() -> dict[str, Any] | None:
-                obj = control_plane.kubectl_json("get", "deleterecords", "orders-consumed", "-n", namespace)
-                return obj if obj.get("status", {}).get("phase") in {"Succeeded", "Failed"} else None
+            def example(plural: str, name: str) -> dict[str, Any]:
+                found: dict[str, Any] = control_plane.kubectl_json("get", plural, name, "-n", namespace)
+                return found
 
-            status = wait_until("the DeleteRecords example", dr_done, 90, interval=0.5)["status"]
+            def dr_done(obj: dict[str, Any]) -> bool:
+                return obj.get("status", {}).get("phase") in {"Succeeded", "Failed"}
+
+            status = wait_until(
+                "the DeleteRecords example",
+                lambda: example("deleterecords", "orders-consumed"),
+                90,
+                until=dr_done,
+                interval=0.5,
+            )["status"]
             assert status["phase"] == "Succeeded", (status, operator.log_tail())
             assert sorted((p["partition"], p["lowWatermark"]) for p in status["partitions"]) == [
                 (0, 30),
@@ -237,15 +246,20 @@ def test_installed_chart_runs_the_operator_that_reconciles_the_examples(
                 (2, 30),
             ]
 
-            def cc_ready() -> dict[str, Any] | None:
-                obj = control_plane.kubectl_json("get", "cc", "customer-profiles", "-n", namespace)
+            def cc_ready(obj: dict[str, Any]) -> bool:
                 conds = obj.get("status", {}).get("conditions", [])
-                return obj if any(c["type"] == "Ready" and c["status"] == "True" for c in conds) else None
+                return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
 
-            cc = wait_until("the CompactionConfig example", cc_ready, 90, interval=0.5)["status"]
+            cc = wait_until(
+                "the CompactionConfig example",
+                lambda: example("cc", "customer-profiles"),
+                90,
+                until=cc_ready,
+                interval=0.5,
+            )["status"]
             assert [(t["topic"], t["state"]) for t in cc["topics"]] == [("customer-profiles", "Applied")]
-            resource = ConfigResource(ConfigResource.Type.TOPIC, "customer-profiles")
-            entries = admin.describe_configs([resource])[resource].result(30)
+            topic = ConfigResource(ConfigResource.Type.TOPIC, "customer-profiles")
+            entries = admin.describe_configs([topic])[topic].result(30)
             assert entries["cleanup.policy"].value == "compact"
             assert entries["min.compaction.lag.ms"].value == str(10 * 60 * 1000)
             assert entries["max.compaction.lag.ms"].value == str(24 * 3600 * 1000)
@@ -325,14 +339,14 @@ def test_rbac_is_the_operators_rule_set_in_both_scopes(control_plane: ControlPla
 
     docs = render("--set", "operator.watchNamespaces={team-a,team-b}", "--set", "crds.enabled=false")
     cluster_role = operator_role(docs)
-    roles = {
+    by_namespace = {
         d["metadata"]["namespace"]: d["rules"]
         for d in docs
         if d["kind"] == "Role" and d["metadata"]["name"] == "ebb-operator"
     }
-    assert sorted(roles) == ["team-a", "team-b"]
+    assert sorted(by_namespace) == ["team-a", "team-b"]
     assert cluster_role["rules"] == [*rbac.CLUSTER_SCOPED_RULES, *rbac.WEBHOOK_CA_RULES]
-    assert roles["team-a"] == rbac.NAMESPACED_RULES
+    assert by_namespace["team-a"] == rbac.NAMESPACED_RULES
     assert "CustomResourceDefinition" not in kinds(yaml.safe_dump_all(docs))
     (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]

@@ -21,6 +21,7 @@ def test_progress_counts_the_tasks_that_ran_and_names_the_phase(spark: SparkSess
         # The same again: Spark skips the map stage, whose shuffle output it has.
         assert sorted(counts.collect()) == [(0, 34), (1, 33), (2, 33)]
     last = published[-1]
+    assert before.tasks_done is not None and before.tasks_total is not None, before  # the driver counts
     assert last.stage == "counting"
     assert (last.tasks_done, last.tasks_total) == (before.tasks_done + 8, before.tasks_total + 8), (
         before,

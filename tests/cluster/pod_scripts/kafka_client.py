@@ -22,6 +22,7 @@ import json
 import sys
 import time
 import urllib.request
+from typing import Any
 
 BOOTSTRAP = "ebb-broker.ebb.svc.cluster.local:9092"
 # Where the client pods mount the chart's admin password and CA, when the chart's broker speaks
@@ -102,7 +103,7 @@ def produce(
     out({"done": acked})
 
 
-def _assigned_consumer(topic: str):  # type: ignore[no-untyped-def]
+def _assigned_consumer(topic: str) -> tuple[Any, list[Any]]:  # kafka-python is untyped
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP, enable_auto_commit=False, **security())

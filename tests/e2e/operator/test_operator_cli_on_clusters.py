@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ebb_operator.handlers.consumed_guard import blocking_groups
-from ebb_operator.kafka import EARLIEST, ClusterAdmin, ClusterConnection, TopicPartition
+from ebb_operator.kafka import EARLIEST, ClusterAdmin, ClusterConnection, KafkaFailure, TopicPartition
 from harness.kafka import kafka_tool
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, produce, unique
 
@@ -81,7 +81,9 @@ def test_adapter_reports_groups_and_capabilities(kafka_bootstrap: str, kafka_kin
         }
         # The Consumed guard's read: `other` committed on partition 1 only, so it reads the topic and
         # holds partition 0, where it has no commit (fail closed); a missing topic guards nothing.
-        descriptions, commits = admin.readers([group, other], [topic, unique("missing")])
+        descriptions, answered = admin.readers([group, other], [topic, unique("missing")])
+        commits = {g: found for g, found in answered.items() if not isinstance(found, KafkaFailure)}
+        assert commits.keys() == answered.keys() == {group, other}, answered  # both groups' commits read
         tp0 = TopicPartition(topic, 0)
         assert blocking_groups({tp0: 2}, commits, descriptions) == {tp0: [f"{other} (no committed offset)"]}
         both = sorted([f"{group} (committed 3)", f"{other} (no committed offset)"])  # in name order

@@ -22,7 +22,7 @@ import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.bounded import close_within, wait_until
+from harness.bounded import close_within, until, wait_until
 from harness.controlplane import ControlPlane
 from harness.kafka_cluster import KafkaCluster
 from harness.operator_process import OperatorProcess
@@ -324,8 +324,7 @@ def _analysis_job(operator_pid: int, timeout: float) -> int:
                 return int(entry.name)
         return None
 
-    pid: int = wait_until("the operator's analysis job started", child, timeout, interval=0.05)
-    return pid
+    return until("the operator's analysis job started", child, timeout, interval=0.05)
 
 
 @contextmanager

@@ -97,11 +97,15 @@ def _read_rest(bootstrap: str, group: str, topic: str) -> dict[int, list[int]]:
 
     def read() -> int:
         msg = consumer.poll(1)
-        if msg is not None and msg.error() is not None:
-            assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+        if msg is None:
+            return ends[0]
+        if (error := msg.error()) is not None:
+            assert error.code() == KafkaError._PARTITION_EOF, error
             ends[0] += 1
-        elif msg is not None:
-            got[msg.partition()].append(msg.offset())
+        else:
+            partition, offset = msg.partition(), msg.offset()
+            assert partition is not None and offset is not None, msg  # a consumed record has both
+            got[partition].append(offset)
         return ends[0]
 
     try:

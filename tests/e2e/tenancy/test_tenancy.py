@@ -414,7 +414,7 @@ def test_compaction_ownership_is_decided_per_cluster_id_across_namespaces(tenanc
     host, port = t.bootstrap.split(",")[0].rsplit(":", 1)
     other = "localhost" if host != "localhost" else "127.0.0.1"
     grant = [{"namespaces": [t.a, t.b], "topics": [topic], "allow": ["Compaction"]}]
-    entries = [
+    entries: list[dict[str, Any]] = [
         {"apiVersion": "ebb.dev/v1alpha1", "kind": "KafkaCluster", "metadata": {"name": name},
          "spec": {"bootstrapServers": servers, "access": grant}}
         for name, servers in ((f"one-{t.tag}", f"{host}:{port}"), (f"two-{t.tag}", f"{other}:{port}"))
@@ -444,13 +444,11 @@ def test_compaction_ownership_is_decided_per_cluster_id_across_namespaces(tenanc
             return str(obj["status"]["lastSync"])
 
         synced = last_sync()
-        wait_until(
-            f"{namespace}/{name} resynced",
-            last_sync,
-            60,
-            until=lambda now, synced=synced: now != synced,
-            interval=0.5,
-        )
+
+        def moved_on(now: str, synced: str = synced) -> bool:
+            return now != synced
+
+        wait_until(f"{namespace}/{name} resynced", last_sync, 60, until=moved_on, interval=0.5)
     admin = AdminClient({"bootstrap.servers": t.bootstrap})
     (future,) = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)]).values()
     assert future.result(30)["min.compaction.lag.ms"].value == "60000"

@@ -135,9 +135,10 @@ def start_operators(
                 except OSError:
                     return False
 
-            wait_until(
-                "the operator live (/healthz)", live, 60, detail=lambda _, op=op: "\n" + op.log.read_text()
-            )
+            def its_log(_: bool, op: OperatorProcess = op) -> str:
+                return "\n" + op.log.read_text()
+
+            wait_until("the operator live (/healthz)", live, 60, detail=its_log)
         return [op for op, _ in launched]
 
     yield start

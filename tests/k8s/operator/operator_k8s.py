@@ -44,11 +44,13 @@ class OperatorProcess:
 
 
 class Objects:
-    """kubectl as a user: apply objects in the test namespace and wait for their status."""
+    """kubectl as a user: apply objects in the test namespace and wait for their status. A wait that gives
+    up shows the object, and what `log_tail` returns (the operator's last lines, say)."""
 
-    def __init__(self, cp: ControlPlane, namespace: str) -> None:
+    def __init__(self, cp: ControlPlane, namespace: str, log_tail: Callable[[], str] = lambda: "") -> None:
         self.cp = cp
         self.namespace = namespace
+        self.log_tail = log_tail
 
     def apply(self, kind: str, name: str, spec: dict[str, Any]) -> subprocess.CompletedProcess[str]:
         body = {"apiVersion": "ebb.dev/v1alpha1", "kind": kind, "metadata": {"name": name}, "spec": spec}
@@ -62,14 +64,14 @@ class Objects:
 
     def wait(
         self, plural: str, name: str, check: Callable[[dict[str, Any]], bool], timeout: float = 60
-    ) -> dict:
+    ) -> dict[str, Any]:
         return wait_until(
             f"{plural}/{name} in the expected state",
             lambda: self.get(plural, name),
             timeout,
             until=check,
             interval=0.3,
-            detail=lambda obj: "\n" + yaml.safe_dump(obj),
+            detail=lambda obj: "\n" + yaml.safe_dump(obj) + self.log_tail(),
         )
 
     def events(self, name: str) -> list[dict[str, Any]]:
@@ -77,8 +79,9 @@ class Objects:
         return [e for e in items if e["involvedObject"]["name"] == name]
 
 
-def ready(obj: dict[str, Any]) -> dict[str, Any] | None:
-    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"), None)
+def ready(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object's Ready condition; empty while it has none (a wait's check reads that as "not yet")."""
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"), {})
 
 
 def broker_metric(broker: EbbBroker, name: str, default: float | None = None) -> float:

@@ -11,9 +11,9 @@ GuardNone.
 from __future__ import annotations
 
 import json
-import time
+import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,12 +22,14 @@ import pytest
 import yaml
 
 from ebb_operator import rbac
+from harness.bounded import wait_until
 from harness.controlplane import ControlPlane
 from harness.ebb_broker import EbbBroker
 from harness.operator_process import OperatorProcess, running_operator
 from harness.ports import free_port
 from tests.e2e.operator.operator_kafka import create_topic, log_start, produce
 from tests.k8s.operator.conftest import OPERATOR_NAMESPACE
+from tests.k8s.operator.operator_k8s import Objects, ready
 
 TENANT, VIEWER = "tenant-alice", "tenant-victor"
 KINDS = {
@@ -46,24 +48,19 @@ class Tenancy:
     bootstrap: str
     operator: OperatorProcess
 
-    def apply(self, kind: str, name: str, spec: dict[str, Any], user: str = TENANT) -> Any:
+    def apply(
+        self, kind: str, name: str, spec: dict[str, Any], user: str = TENANT
+    ) -> subprocess.CompletedProcess[str]:
         body = {"apiVersion": "ebb.dev/v1alpha1", "kind": kind, "metadata": {"name": name}, "spec": spec}
         return self.cp.kubectl(
             "apply", "-n", self.namespace, "--as", user, "-f", "-", stdin=yaml.safe_dump(body), check=False
         )
 
-    def get(self, plural: str, name: str) -> dict[str, Any]:
-        found: dict[str, Any] = self.cp.kubectl_json("get", "-n", self.namespace, plural, name)
-        return found
-
-    def wait(self, plural: str, name: str, check: Any, timeout: float = 60) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while not check(obj := self.get(plural, name)):
-            assert time.monotonic() < deadline, (
-                f"{plural}/{name}:\n{yaml.safe_dump(obj)}\n{self.operator.log_tail()}"
-            )
-            time.sleep(0.3)
-        return obj
+    def wait(
+        self, plural: str, name: str, check: Callable[[dict[str, Any]], bool], timeout: float = 60
+    ) -> dict[str, Any]:
+        objects = Objects(self.cp, self.namespace, log_tail=lambda: "\n" + self.operator.log_tail())
+        return objects.wait(plural, name, check, timeout)
 
     def kafka_cluster(self, name: str, allow: list[str]) -> dict[str, Any]:
         return {
@@ -75,10 +72,6 @@ class Tenancy:
                 "access": [{"namespaces": [self.namespace], "topics": [f"a-{self.tag}.*"], "allow": allow}],
             },
         }
-
-
-def _ready(obj: dict[str, Any]) -> dict[str, Any]:
-    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"), {})
 
 
 def _tenant_roles(cp: ControlPlane, namespace: str) -> None:
@@ -144,7 +137,7 @@ def test_kubectl_apply_refuses_bad_input_at_once_naming_field_value_and_rule(ten
     t = tenancy
     own, other = f"a-{t.tag}-orders", f"b-{t.tag}-payroll"
     ref = {"clusterRef": {"name": t.cluster}}
-    refused = {
+    refused: dict[str, tuple[str, dict[str, Any], str]] = {
         # An invalid RE2 pattern: the model's rule, in the webhook's words (not pydantic's, no URL).
         "bad-pattern": (
             "CompactionConfig",
@@ -205,8 +198,8 @@ def test_a_delete_records_applied_before_its_kafka_cluster_runs_once_it_exists(t
 
     assert applied.returncode == 0, applied.stderr
     assert f"Warning: KafkaCluster {late} does not exist (yet)" in applied.stderr
-    waiting = t.wait("deleterecords", "early", lambda o: _ready(o).get("reason") == "ClusterNotFound")
-    assert waiting["status"]["phase"] == "Pending" and _ready(waiting)["status"] == "False"
+    waiting = t.wait("deleterecords", "early", lambda o: ready(o).get("reason") == "ClusterNotFound")
+    assert waiting["status"]["phase"] == "Pending" and ready(waiting)["status"] == "False"
     wide = t.cp.kubectl("get", "deleterecords", "early", "-n", t.namespace, "-o", "wide").stdout
     assert wide.split()[4:7] == ["AGE", "REASON", "MESSAGE"] and "ClusterNotFound" in wide, wide
 
@@ -215,7 +208,7 @@ def test_a_delete_records_applied_before_its_kafka_cluster_runs_once_it_exists(t
     done = t.wait(
         "deleterecords", "early", lambda o: o.get("status", {}).get("phase") in {"Succeeded", "Failed"}
     )
-    assert done["status"]["phase"] == "Succeeded", (_ready(done), done["status"]["partitions"])
+    assert done["status"]["phase"] == "Succeeded", (ready(done), done["status"]["partitions"])
     assert log_start(t.bootstrap, topic, 0) == 6
 
 
@@ -242,23 +235,27 @@ def test_a_refused_compaction_config_warns_once_per_generation(tenancy: Tenancy)
                 counted[e["reason"]] = counted.get(e["reason"], 0) + e.get("count", 1)
         return counted
 
-    obj = t.wait("compactionconfigs", "reach", lambda o: _ready(o).get("reason") == "Forbidden")
-    assert "spec.topics reaches 1 topic(s) outside" in _ready(obj)["message"]
-    assert f"b-{t.tag}-ledger" not in _ready(obj)["message"], "named a topic the tenant did not write"
-    first = forbidden_attempts()
-    deadline = time.monotonic() + 60
-    while forbidden_attempts() < first + 5:  # five resyncs, each refused again
-        assert time.monotonic() < deadline, t.operator.log_tail()
-        time.sleep(0.5)
+    obj = t.wait("compactionconfigs", "reach", lambda o: ready(o).get("reason") == "Forbidden")
+    assert "spec.topics reaches 1 topic(s) outside" in ready(obj)["message"]
+    assert f"b-{t.tag}-ledger" not in ready(obj)["message"], "named a topic the tenant did not write"
+
+    def attempts_after(since: float, more: int, timeout: float) -> None:
+        wait_until(
+            f"{more} more refused reconciles",
+            forbidden_attempts,
+            timeout,
+            until=lambda n: n >= since + more,
+            interval=0.5,
+            detail=lambda n: f"{n:g} (from {since:g})\n{t.operator.log_tail()}",
+        )
+
+    attempts_after(forbidden_attempts(), 5, 60)  # five resyncs, each refused again
     assert warnings() == {"Forbidden": 1}
 
     spec["minCompactionLag"] = "1h"  # generation 2: said once more
     assert t.apply("CompactionConfig", "reach", spec).returncode == 0
-    t.wait("compactionconfigs", "reach", lambda o: _ready(o).get("observedGeneration") == 2)
-    again = forbidden_attempts()
-    while forbidden_attempts() < again + 2:
-        assert time.monotonic() < deadline + 30, t.operator.log_tail()
-        time.sleep(0.5)
+    t.wait("compactionconfigs", "reach", lambda o: ready(o).get("observedGeneration") == 2)
+    attempts_after(forbidden_attempts(), 2, 60)
     assert warnings() == {"Forbidden": 2}
 
 

@@ -3,6 +3,9 @@ missing settings reported, all by the operator under its RBAC-limited ServiceAcc
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from harness.bounded import wait_until
@@ -24,9 +27,13 @@ def _set(bootstrap: str, topic: str, key: str, value: str) -> None:
     admin.incremental_alter_configs([resource])[resource].result(30)
 
 
-def _is_ready(obj: dict) -> bool:
-    cond = ready(obj)
-    return cond is not None and cond["status"] == "True"
+def _synced_since(last: str) -> Callable[[dict[str, Any]], bool]:
+    """A check that the object resynced: its lastSync moved on from `last`."""
+    return lambda obj: obj["status"]["lastSync"] != last
+
+
+def _is_ready(obj: dict[str, Any]) -> bool:
+    return ready(obj).get("status") == "True"
 
 
 def test_applied_drift_corrected_and_later_topics_reached(
@@ -81,7 +88,7 @@ def test_second_config_on_the_same_topic_reports_conflict(
     second = {"cluster": cluster, "topics": {"include": [f"{topic}.*"]}, "minCompactionLag": "2h"}
     assert objects.apply("CompactionConfig", "second", second).returncode == 0
 
-    obj = objects.wait("compactionconfigs", "second", lambda o: (ready(o) or {}).get("reason") == "Conflict")
+    obj = objects.wait("compactionconfigs", "second", lambda o: ready(o).get("reason") == "Conflict")
 
     assert obj["status"]["topics"][0] == {
         "topic": topic,
@@ -91,7 +98,7 @@ def test_second_config_on_the_same_topic_reports_conflict(
     # Both objects resync (their lastSync moves on) and the winner's setting stays.
     for name in ("first", "second"):
         synced = objects.get("compactionconfigs", name)["status"]["lastSync"]
-        objects.wait("compactionconfigs", name, lambda o, s=synced: o["status"]["lastSync"] != s)
+        objects.wait("compactionconfigs", name, _synced_since(synced))
     assert _configs(kafka_bootstrap, topic)["min.compaction.lag.ms"] == "60000"
 
 
@@ -110,7 +117,7 @@ def test_kip87_setting_applied_on_ebb_and_unsupported_on_apache_kafka(
     assert objects.apply("CompactionConfig", "explicit", spec).returncode == 0
 
     expected = "Applied" if kafka_kind == "ebb-broker" else "Unsupported"
-    obj = objects.wait("compactionconfigs", "explicit", lambda o: (ready(o) or {}).get("reason") == expected)
+    obj = objects.wait("compactionconfigs", "explicit", lambda o: ready(o).get("reason") == expected)
 
     state = obj["status"]["topics"][0]
     configs = _configs(kafka_bootstrap, topic)

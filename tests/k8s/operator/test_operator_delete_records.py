@@ -256,9 +256,7 @@ def test_cluster_secret_is_read_and_a_missing_one_is_waited_for(
         ).returncode
         == 0
     )
-    obj = objects.wait(
-        "deleterecords", "no-secret", lambda o: (ready(o) or {}).get("reason") == "ClusterNotFound"
-    )
+    obj = objects.wait("deleterecords", "no-secret", lambda o: ready(o).get("reason") == "ClusterNotFound")
     assert obj["status"]["phase"] == "Pending"
     assert f"Secret {objects.namespace}/no-such-secret does not exist (yet)" in ready(obj)["message"]
     objects.cp.kubectl(
@@ -310,7 +308,7 @@ def test_unreachable_cluster_stays_pending_with_the_reason_and_deletes_nothing(
     obj = objects.wait(
         "deleterecords",
         "unreachable",
-        lambda o: "cannot read cluster state" in ((ready(o) or {}).get("message", "")),
+        lambda o: "cannot read cluster state" in ready(o).get("message", ""),
     )
     assert obj["status"]["phase"] == "Pending"
     assert ready(obj)["status"] == "Unknown"

@@ -57,7 +57,7 @@ def test_no_finalizer_an_earlier_one_taken_off_and_per_object_work_ends_with_its
         objects.wait("compactionconfigs", topic, _is_ready)
     objects.wait("compactionconfigs", old, lambda o: not o["metadata"].get("finalizers"))
     objects.wait("deleterecords", prefix, lambda o: o.get("status", {}).get("phase") == "Succeeded")
-    objects.wait("retentionpolicies", "idle", lambda o: (ready(o) or {}).get("reason") == "Suspended")
+    objects.wait("retentionpolicies", "idle", lambda o: ready(o).get("reason") == "Suspended")
     for plural, name in (
         ("compactionconfigs", gone),
         ("compactionconfigs", kept),

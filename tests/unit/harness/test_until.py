@@ -38,6 +38,21 @@ def test_fails_after_its_bound_naming_what_and_the_last_value() -> None:
     assert isinstance(failed.value, AssertionError) and isinstance(failed.value, TimeoutError)
 
 
+def test_a_timeout_shows_what_detail_makes_of_the_last_value() -> None:
+    """What a wait on a cluster shows when it gives up: the object's state or a log, not `None`."""
+    clock = FakeClock()
+    with pytest.raises(WaitTimeout, match=r"^the run: not within 2 s; last seen: None, phase Running$"):
+        until(
+            "the run",
+            lambda: None,
+            2,
+            1,
+            detail=lambda last: f"{last}, phase Running",
+            clock=clock,
+            sleep=clock.sleep,
+        )
+
+
 def test_ignored_errors_mean_not_yet_and_the_last_one_is_named() -> None:
     clock, calls = FakeClock(), []
 

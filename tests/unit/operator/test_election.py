@@ -220,7 +220,7 @@ def test_a_leader_that_finds_another_holder_stops_at_once() -> None:
     assert not a.leading and a.holder == "b"
 
 
-def test_a_leader_renews_with_one_write_and_no_read() -> None:
+def test_a_leader_renews_with_one_write_and_no_read(monkeypatch: pytest.MonkeyPatch) -> None:
     clock, store = Clock(), MemoryLease()
     reads = 0
     get = store.get
@@ -230,7 +230,7 @@ def test_a_leader_renews_with_one_write_and_no_read() -> None:
         reads += 1
         return get()
 
-    store.get = counting  # type: ignore[method-assign]
+    monkeypatch.setattr(store, "get", counting)
     a = candidate(store, "a", clock)
     a.try_acquire_or_renew()
     reads, writes = 0, store.writes

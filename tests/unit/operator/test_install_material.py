@@ -4,13 +4,14 @@ for the broker's names that TLS clients verify against it, a password safe in a 
 from __future__ import annotations
 
 import ssl
+from pathlib import Path
 
 from cryptography import x509
 
 from ebb_operator.install import material
 
 
-def test_the_certificate_is_signed_by_the_ca_for_the_brokers_names(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_certificate_is_signed_by_the_ca_for_the_brokers_names(tmp_path: Path) -> None:
     ca = material.certificate_authority("ebb-broker-ca", 30)
     names = ["ebb-broker.ebb.svc", "*.h.ebb.svc"]
     issued = material.server_certificate(ca, "ebb-broker", names, ["127.0.0.1"], 30)

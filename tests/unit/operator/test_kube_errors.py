@@ -5,6 +5,7 @@ no reason to think the object gone (handlers/status.py stops handling an object 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 from kubernetes.client import ApiException
@@ -12,7 +13,7 @@ from kubernetes.client import ApiException
 from ebb_operator.kube.errors import NotFoundError, translated
 
 
-def _raising(body: dict[str, object]):  # type: ignore[no-untyped-def]
+def _raising(body: dict[str, object]) -> Callable[[], None]:
     exc = ApiException(status=404, reason="Not Found")
     exc.body = json.dumps(body)
 

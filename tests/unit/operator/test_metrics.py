@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import platform
+from collections.abc import Awaitable
+from typing import TypeVar
 
 import pytest
 from prometheus_client import REGISTRY
@@ -13,6 +15,7 @@ from prometheus_client import REGISTRY
 from ebb_operator import metrics
 
 NAME = "ebb_operator_policy_held_partitions_by_group"
+T = TypeVar("T")
 
 
 def _value(group: str) -> float | None:
@@ -28,6 +31,15 @@ def test_a_group_that_holds_nothing_any_more_loses_its_series() -> None:
     assert _value("billing") is None
 
 
+def _run(call: Awaitable[T]) -> T:
+    """`asyncio.run` of what `reconciles` returns, typed as an awaitable rather than a coroutine."""
+
+    async def main() -> T:
+        return await call
+
+    return asyncio.run(main())
+
+
 def test_a_reconcile_is_counted_and_timed_however_it_ends() -> None:
     @metrics.reconciles("UnitKind")
     async def fails() -> None:
@@ -37,9 +49,9 @@ def test_a_reconcile_is_counted_and_timed_however_it_ends() -> None:
     async def works() -> int:
         return 7
 
-    assert asyncio.run(works()) == 7
+    assert _run(works()) == 7
     with pytest.raises(RuntimeError, match="boom"):
-        asyncio.run(fails())
+        _run(fails())
     labels = {"kind": "UnitKind"}
     assert REGISTRY.get_sample_value("ebb_operator_reconciles_total", labels) == 2
     assert REGISTRY.get_sample_value("ebb_operator_reconcile_duration_seconds_count", labels) == 2

@@ -74,7 +74,8 @@ def test_alter_answers_each_entity_with_its_own_error() -> None:
     assert out[APP] is None
     failure = out[ALICE_DEFAULT_CLIENT]
     assert failure is not None and failure.code == "INVALID_REQUEST" and "fractional" in failure.message
-    assert out[missing] is not None and out[missing].code == "UNKNOWN_SERVER_ERROR"
+    unanswered = out[missing]
+    assert unanswered is not None and unanswered.code == "UNKNOWN_SERVER_ERROR"
 
 
 def test_describe_reads_entities_and_refusals() -> None:

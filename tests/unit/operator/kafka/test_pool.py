@@ -8,22 +8,29 @@ import threading
 import pytest
 from kafka.errors import NodeNotReadyError, UnknownTopicOrPartitionError
 
-from ebb_operator.kafka import AdminPool, ClusterConnection
+from ebb_operator.kafka import AdminPool, ClusterAdmin, ClusterConnection
 
 
-class FakeAdmin:
-    """Stands in for ClusterAdmin: the pool's bookkeeping is what is tested here (the real client is
-    exercised against real brokers in the k8s and e2e tiers)."""
+class FakeAdmin(ClusterAdmin):
+    """Stands in for ClusterAdmin, without its Kafka client (no connection, no admin call): the pool's
+    bookkeeping is what is tested here (the real client is exercised against real brokers in the k8s and
+    e2e tiers)."""
 
     def __init__(self, conn: ClusterConnection, timeout: float) -> None:
-        self.conn, self.closed = conn, False
+        self.connection, self.timeout, self.closed = conn, timeout, False
 
     def close(self) -> None:
         self.closed = True
 
 
+def fake(admin: ClusterAdmin) -> FakeAdmin:
+    """The pool's client for this call: the FakeAdmin its factory made."""
+    assert isinstance(admin, FakeAdmin)
+    return admin
+
+
 def test_one_client_per_cluster_reused_across_calls() -> None:
-    pool = AdminPool(factory=FakeAdmin)  # type: ignore[arg-type]
+    pool = AdminPool(factory=FakeAdmin)
     a, b = ClusterConnection.of("a:1"), ClusterConnection.of("b:1")
     seen = [pool.run(a, lambda admin: admin) for _ in range(50)] + [pool.run(b, lambda admin: admin)]
     assert pool.created == 2 and len({id(x) for x in seen}) == 2
@@ -41,9 +48,9 @@ class Clock:
 
 def test_clients_unused_for_the_idle_time_are_closed() -> None:
     clock = Clock()
-    pool = AdminPool(idle_seconds=60, factory=FakeAdmin, clock=clock)  # type: ignore[arg-type]
+    pool = AdminPool(idle_seconds=60, factory=FakeAdmin, clock=clock)
     a, b = ClusterConnection.of("a:1"), ClusterConnection.of("b:1")
-    first = pool.run(a, lambda admin: admin)
+    first = pool.run(a, fake)
     clock.now += 59
     pool.run(b, lambda admin: admin)
     assert not first.closed and pool.open_clients() == 2  # not idle long enough yet
@@ -54,7 +61,7 @@ def test_clients_unused_for_the_idle_time_are_closed() -> None:
 
 
 def test_calls_on_one_cluster_are_serialised() -> None:
-    pool = AdminPool(factory=FakeAdmin)  # type: ignore[arg-type]
+    pool = AdminPool(factory=FakeAdmin)
     conn, inside, overlap = ClusterConnection.of("a:1"), [0], []
     first_inside, go = threading.Event(), threading.Event()
 
@@ -80,9 +87,9 @@ def test_calls_on_one_cluster_are_serialised() -> None:
 def test_a_client_that_lost_its_brokers_is_replaced_and_one_refused_call_keeps_it() -> None:
     """After a broker restart kafka-python can stay stuck on the old addresses: the next call bootstraps a
     new client. An error the cluster answered says nothing about the connection, so the client stays."""
-    pool = AdminPool(factory=FakeAdmin)  # type: ignore[arg-type]
+    pool = AdminPool(factory=FakeAdmin)
     conn = ClusterConnection.of("a:1")
-    first = pool.run(conn, lambda admin: admin)
+    first = pool.run(conn, fake)
 
     def refused(_: object) -> None:
         raise UnknownTopicOrPartitionError("no such topic")
