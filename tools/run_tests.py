@@ -48,6 +48,8 @@ def _wait(proc: subprocess.Popen[bytes], started: float, what: str) -> int:
 
 
 def main(extra: list[str]) -> int:
+    # Stopped from outside (a CI timeout, kill): both runs and what they started go too (the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     LOGS.mkdir(exist_ok=True)
     log = LOGS / "cluster.log"
     started = time.monotonic()
