@@ -133,14 +133,16 @@ def ebb_images(
 ) -> dict[str, Image]:
     """operator/Dockerfile and broker-image/Dockerfile of the tree `root`, on the given bases, named
     `prefix`/ebb-operator and `prefix`/ebb-broker."""
-    sources = (
+    sources: tuple[Path, ...] = (
         root / ".dockerignore",
         root / "pyproject.toml",
         root / "README.md",
         root / "broker-image" / "ebb_broker",
         root / "operator" / "ebb_operator",
-        root / "formats" / "ebb_formats",
     )
+    formats = root / "formats" / "ebb_formats"
+    if formats.is_dir():  # a tree older than the shared formats package (0.1.0) has none
+        sources = (*sources, formats)
     return {
         "operator": Image(
             f"{prefix}/ebb-operator",
