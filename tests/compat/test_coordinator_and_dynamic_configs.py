@@ -464,6 +464,7 @@ _COORDINATOR_MOVING = {
     KafkaError.COORDINATOR_NOT_AVAILABLE,
     KafkaError.NOT_COORDINATOR,
     KafkaError._TRANSPORT,
+    KafkaError._WAIT_COORD,  # librdkafka has not found the restarted coordinator yet (a loaded machine)
     KafkaError.REQUEST_TIMED_OUT,
 }
 
