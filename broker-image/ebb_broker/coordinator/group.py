@@ -16,7 +16,7 @@ import asyncio
 import enum
 from dataclasses import dataclass, field
 
-from kafka.errors import FencedInstanceIdError, UnknownMemberIdError
+from kafka.errors import FencedInstanceIdError, IllegalGenerationError, UnknownMemberIdError
 
 from ebb_formats.consumer_protocol import CONSUMER_PROTOCOL_TYPE, SubscriptionFormatError, subscribed_topics
 
@@ -222,15 +222,22 @@ class Group:
             self.pending_sync_members.add(new_member_id)
         return new
 
-    def validate_member(self, member_id: str, group_instance_id: str | None) -> int:
-        """Kafka's validateMember: 0, FENCED_INSTANCE_ID (a static member's stale id), UNKNOWN_MEMBER_ID."""
+    def validate_member(
+        self, member_id: str, group_instance_id: str | None, generation: int | None = None
+    ) -> int:
+        """Kafka's validateMember: 0, FENCED_INSTANCE_ID (a static member's stale id), UNKNOWN_MEMBER_ID;
+        with `generation`, then ILLEGAL_GENERATION when it is not the group's (heartbeat, sync, commits)."""
         if group_instance_id is not None:
             current = self.static_members.get(group_instance_id)
             if current is None:
                 return int(UnknownMemberIdError.errno)
             if current != member_id:
                 return int(FencedInstanceIdError.errno)
-        return 0 if member_id in self.members else int(UnknownMemberIdError.errno)
+        if member_id not in self.members:
+            return int(UnknownMemberIdError.errno)
+        if generation is not None and generation != self.generation:
+            return int(IllegalGenerationError.errno)
+        return 0
 
     def has_all_members_joined(self) -> bool:
         return all(m.awaiting_join for m in self.members.values()) and not self.pending_join_members

@@ -589,11 +589,9 @@ class GroupMembership:
     ) -> int:
         if group.is_in(GroupState.DEAD):
             return int(E.CoordinatorNotAvailableError.errno)
-        error = group.validate_member(member_id, group_instance_id)
+        error = group.validate_member(member_id, group_instance_id, generation)
         if error:
             return error
-        if generation != group.generation:
-            return int(E.IllegalGenerationError.errno)
         if protocol_type is not None and protocol_type != group.protocol_type:
             return int(E.InconsistentGroupProtocolError.errno)
         if protocol_name is not None and protocol_name != group.protocol:
@@ -636,11 +634,9 @@ class GroupMembership:
             return int(E.UnknownMemberIdError.errno)
         if group.is_in(GroupState.DEAD):
             return int(E.CoordinatorNotAvailableError.errno)
-        error = group.validate_member(member_id, group_instance_id)
+        error = group.validate_member(member_id, group_instance_id, generation)
         if error:
             return error
-        if generation != group.generation:
-            return int(E.IllegalGenerationError.errno)
         if group.is_in(GroupState.EMPTY):
             return int(E.UnknownMemberIdError.errno)
         self.reschedule_heartbeat(group, group.members[member_id])

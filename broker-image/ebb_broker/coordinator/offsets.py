@@ -96,11 +96,9 @@ class OffsetManager:
         if generation < 0 and group.is_in(GroupState.EMPTY):
             return 0
         if generation >= 0 or member_id or group_instance_id is not None:
-            error = group.validate_member(member_id, group_instance_id)
+            error = group.validate_member(member_id, group_instance_id, generation)
             if error:
                 return error
-            if generation != group.generation:
-                return int(E.IllegalGenerationError.errno)
         elif not group.is_in(GroupState.EMPTY):
             return int(E.UnknownMemberIdError.errno)
         if group.is_in(GroupState.COMPLETING_REBALANCE):
@@ -142,11 +140,9 @@ class OffsetManager:
         if generation < 0 and group.is_in(GroupState.EMPTY):
             return 0
         if generation >= 0 or member_id or group_instance_id is not None:
-            error = group.validate_member(member_id, group_instance_id)
+            error = group.validate_member(member_id, group_instance_id, generation)
             if error:
                 return error
-            if generation != group.generation:
-                return int(E.IllegalGenerationError.errno)
         return 0
 
     def txn_commit(
