@@ -197,11 +197,17 @@ def test_upgrade_rollback_and_roll_forward_keep_every_record_and_object(
         return {d["metadata"]["name"]: d.get("status", {}).get("phase", "") for d in items}
 
     def unfinished(_: object) -> str:
-        """The unfinished ones as they are stored, and what the operator said last."""
+        """What every operator pod said (its timers' and probes' lines left out), then the unfinished
+        requests as they are stored, kopf's annotations included: last, where a shortened output keeps it."""
         names = [n for n, p in outcomes().items() if n in series.names and p not in FINISHED]
+        pods = rel.kubectl("get", "pods", "-l", "app.kubernetes.io/component=operator", "-o", "name").stdout
+        logs = []
+        for pod in pods.split():
+            lines = rel.kubectl("logs", pod, "--tail=400", check=False).stdout.splitlines()
+            said = [line for line in lines if "Timer '" not in line and "/healthz" not in line]
+            logs.append(f"{pod}:\n" + "\n".join(said[-40:]))
         stored = [rel.kubectl("get", "deleterecords", n, "-o", "yaml").stdout for n in names]
-        log = rel.kubectl("logs", "deploy/ebb-operator", "--tail=60", check=False).stdout
-        return "\n" + "\n---\n".join([*stored, log])
+        return "\n" + "\n---\n".join([*logs, *stored])
 
     wait_until(
         "every DeleteRecords of the series to finish",
