@@ -42,9 +42,9 @@ lint: venv
 test-fast: venv
 	$(PY) -m pytest -m unit -q
 
-# The cluster tier (a node of its own) runs beside the other tiers: tools/run_tests.py.
+# Two pytest runs side by side, balanced by their measured times: tools/run_tests.py.
 test: venv lint $(TEST_PREREQS)
-	@echo "==> running every test tier (unit, compat, spark, k8s, e2e; cluster beside them)"
+	@echo "==> running every test tier (unit+compat+spark+k8s beside e2e+cluster)"
 	$(PY) -m tools.run_tests
 
 bench: venv
