@@ -33,6 +33,7 @@ from ebb_operator.handlers import cluster
 from ebb_operator.handlers.consumed_guard import blocking_groups
 from ebb_operator.handlers.errors import ClusterNotFound, KafkaFailed
 from ebb_operator.handlers.runtime import Runtime, runtime
+from ebb_operator.handlers.settings import ANNOTATION_PREFIX, HANDLED_ANNOTATION
 from ebb_operator.handlers.status import StatusWriter
 from ebb_operator.kafka import (
     EARLIEST,
@@ -291,11 +292,17 @@ def wait_seconds(retry: int) -> float:
     return min(WAIT_MAX_SECONDS, WAIT_FIRST_SECONDS * 2 ** min(retry, 16))
 
 
-@kopf.on.create(GROUP, VERSION, CRD.plural, id="deleterecords-execute")
+EXECUTE = "deleterecords-execute"
+
+
+@kopf.on.create(GROUP, VERSION, CRD.plural, id=EXECUTE)
 @metrics.reconciles(KIND)
 async def deleterecords_create(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> None:
     """Run the request once; on an operator restart mid-run, kopf calls this again and it resumes."""
-    rt = runtime(memo)
+    await _run(runtime(memo), body, retry)
+
+
+async def _run(rt: Runtime, body: kopf.Body, retry: int) -> None:
     status = DeleteRecordsStatus.model_validate(dict(body.get("status") or {}))
     if status.phase in TERMINAL_PHASES:
         return
@@ -312,6 +319,17 @@ async def deleterecords_create(body: kopf.Body, memo: kopf.Memo, retry: int, **_
         await out.failed(exc)
         return
     await _execute(rt, out, spec, target.connection)
+
+
+def handled_but_unfinished(body: kopf.Body) -> bool:
+    """kopf recorded the creation as handled (it will not call the create handler again), with no attempt
+    of it pending, yet the status is not final: another writer put an older view over the final status.
+    An operator of a release without leader election, running beside this one while a rollout replaces
+    it, does that: it was still retrying the request when this one finished it."""
+    annotations = body.metadata.annotations
+    if HANDLED_ANNOTATION not in annotations or f"{ANNOTATION_PREFIX}/{EXECUTE}" in annotations:
+        return False
+    return (body.get("status") or {}).get("phase") not in TERMINAL_PHASES
 
 
 async def _execute(
@@ -409,7 +427,17 @@ async def measure_reclaimed(rt: Runtime, body: kopf.Body) -> None:
 
 
 async def deleterecords_reclaimed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    """Registered as a timer by handlers.register (its interval is an operator setting)."""
+    """Registered as a timer by handlers.register (its interval is an operator setting). It also finishes a
+    request whose final status another writer overwrote (`handled_but_unfinished`), from what that status
+    still records: level-triggered, as a reconcile is; a failure is tried again at the next tick."""
+    if handled_but_unfinished(body):
+        log.info(
+            "DeleteRecords %s/%s: handled but not finished; resuming",
+            body.metadata.namespace,
+            body.metadata.name,
+        )
+        await _run(runtime(memo), body, retry=0)
+        return
     try:
         await measure_reclaimed(runtime(memo), body)
     except Exception as exc:  # measuring is best effort: the deletion itself is done and reported

@@ -10,12 +10,17 @@ import kopf
 from ebb_operator.handlers.runtime import runtime
 from ebb_operator.webhook.server import AdmissionServer
 
+# kopf's records on each object, annotations under our own prefix: a handler's progress (retries, delays)
+# under `<prefix>/<handler id>`, and, once an object's creation or change is handled, its spec as handled.
+ANNOTATION_PREFIX = "ebb.dev"
+HANDLED_ANNOTATION = f"{ANNOTATION_PREFIX}/last-handled-configuration"
+
 
 @kopf.on.startup(id="operator-settings")
 def operator_configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     # Handler progress goes to annotations under our own prefix, never into our typed status.
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="ebb.dev")
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="ebb.dev")
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=ANNOTATION_PREFIX)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=ANNOTATION_PREFIX)
     settings.persistence.finalizer = "ebb.dev/operator"
     settings.posting.reporting_component = "ebb-operator"
     settings.posting.level = logging.INFO

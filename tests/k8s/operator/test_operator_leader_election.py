@@ -223,3 +223,43 @@ def test_what_a_killed_leader_left_is_finished_once(
     assert sorted(o["metadata"]["name"] for o in listed) == ["cut", f"policy-{run}"]
     # One request: the policy's DeleteRecords; the cut one is recorded from the log starts.
     assert broker_metric(metered_broker, DELETE_REQUESTS) - requests == 1
+
+
+def test_a_final_status_an_older_operator_overwrote_is_restored(
+    metered_broker: EbbBroker, objects: Objects, start_operator: Callable[..., OperatorProcess]
+) -> None:
+    """During an upgrade from a release without leader election its operator runs beside this one for a
+    few seconds; both may take a DeleteRecords created then. The state that leaves, made exactly: kopf
+    recorded the creation as handled (the request was cut), and the other operator's last write, from an
+    attempt that could not reach the brokers, says Pending. This operator finishes it from there."""
+    bootstrap = metered_broker.bootstrap
+    topic = unique("le-over")
+    create_topic(bootstrap, topic, 1)
+    produce(bootstrap, topic, {0: 20})
+    spec = {"cluster": {"bootstrapServers": bootstrap}, "guard": "None",
+            "partitions": [{"topic": topic, "partition": 0, "offset": 10}]}  # fmt: skip
+    assert objects.apply("DeleteRecords", "over", spec).returncode == 0
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_records([CkTopicPartition(topic, 0, 10)]).values():
+        future.result(30)
+    handled = json.dumps({"spec": {**spec, "dryRun": False, "timeout": "30s"}})
+    objects.cp.kubectl(
+        "annotate",
+        "-n",
+        objects.namespace,
+        "deleterecords",
+        "over",
+        f"ebb.dev/last-handled-configuration={handled}",
+    )
+    _patch_status(objects, "deleterecords", "over", {
+        "phase": "Pending", "startedAt": "2026-01-01T00:00:00Z", "completedAt": "2026-01-01T00:00:01Z",
+        "partitions": [], "conditions": [{
+            "type": "Ready", "status": "Unknown", "reason": "Pending", "observedGeneration": 1,
+            "message": "cannot read cluster state, retrying: KafkaConnectionError: Connection timed out",
+            "lastTransitionTime": "2026-01-01T00:00:01Z",
+        }],
+    })  # fmt: skip
+
+    start_operator()
+    done = objects.wait("deleterecords", "over", lambda o: o["status"].get("phase") == "Succeeded")
+    assert [p["lowWatermark"] for p in done["status"]["partitions"]] == [10]
