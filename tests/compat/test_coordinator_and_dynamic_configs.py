@@ -469,8 +469,9 @@ _COORDINATOR_MOVING = {
 }
 
 
-def _commit_retrying(member: Member, topic: str, offset: int, timeout: float = 60) -> None:
-    """A member's synchronous commit, retried while the restarted coordinator becomes available."""
+def _commit_retrying(member: Member, topic: str, offset: int, timeout: float = 110) -> None:
+    """A member's synchronous commit, retried while the restarted coordinator becomes available (within
+    the member's 120 s session: a JVM restarting on a loaded machine took over a minute)."""
 
     def committed() -> bool:
         try:
