@@ -15,6 +15,7 @@ from typing import NamedTuple
 from ebb_operator.analysis.decide import (
     NOBODY,
     CommitStats,
+    GroupCommit,
     GroupRoles,
     Missing,
     Named,
@@ -84,9 +85,23 @@ class Reference:
                 out[i] = named(at)
         return out
 
+    def below(self, limits: Mapping[int, int]) -> dict[int, list[GroupCommit]]:
+        out = {}
+        for i, limit in limits.items():
+            found = [
+                GroupCommit(g, o, g in self.roles.required) for g, o in self._commits[i].items() if o < limit
+            ]
+            if found:
+                out[i] = sorted(found)
+        return out
+
     def plan(self) -> PlanResult:
         decisions = decide(
-            self.partitions, self, exclusive=self.policy.exclusive, failed_groups=self.roles.failed
+            self.partitions,
+            self,
+            exclusive=self.policy.exclusive,
+            failed_groups=self.roles.failed,
+            budget=self.policy.budget,
         )
         return summarize(decisions, self.counted_readers)
 

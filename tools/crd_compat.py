@@ -44,6 +44,14 @@ ACCEPTED: dict[tuple[str, str], str] = {
         "at least 1m: a shorter interval ran analyses back to back; a stored policy with one keeps being "
         "updatable while its interval is left as it is (ratcheting), and reports InvalidSpec until changed"
     ),
+    ("retentionpolicies.ebb.dev", "v1alpha1 .spec"): (
+        "budget.maxAge at least consumedRetention: the rule holds only when spec.budget is set, a field no "
+        "stored policy has"
+    ),
+    ("deleterecords.ebb.dev", "v1alpha1 .spec"): (
+        "evicted only with guard ConsumedBy: the rule holds only when spec.evicted is set, a field no stored "
+        "DeleteRecords has"
+    ),
 }
 
 # Bounds whose larger value is tighter, and those whose smaller value is.

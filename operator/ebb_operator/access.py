@@ -21,7 +21,7 @@ from ebb_operator.models.common import TOPIC_NAME_PATTERN, TopicSelector, durati
 from ebb_operator.models.compaction_config import CompactionConfigSpec
 from ebb_operator.models.delete_records import DeleteRecordsSpec, Guard
 from ebb_operator.models.kafka_cluster import Grant, KafkaClusterSpec, Permission
-from ebb_operator.models.retention_policy import Engine, RetentionPolicySpec
+from ebb_operator.models.retention_policy import Budget, BudgetAction, Engine, RetentionPolicySpec
 
 
 class Forbidden(Exception):
@@ -53,6 +53,8 @@ class Access:
     forced_retention_minimum_ms: int | None = None
     unrestricted: bool = False  # an inline cluster, allowed only on single-team installs
     analysis_credentials: bool = False  # the KafkaCluster names a read-only credential for analysis runs
+    throttle_client_ids: tuple[str, ...] = ()  # client ids a budget may throttle (ThrottleProducers)
+    throttle_users: tuple[str, ...] = ()  # users a budget may throttle
 
     @classmethod
     def inline(cls, namespace: str) -> Access:
@@ -102,6 +104,8 @@ class Access:
     def check_delete_records(self, spec: DeleteRecordsSpec) -> None:
         if spec.guard is Guard.NONE:
             self.require(Permission.GUARD_NONE, "spec.guard 'None'")
+        if spec.evicted:  # the guard then lets groups' unread records go: what a budget's Evict allows
+            self.require(Permission.EVICT, "spec.evicted")
         self.check_named_topics(
             (f"spec.partitions[{i}].topic", p.topic) for i, p in enumerate(spec.partitions)
         )
@@ -122,11 +126,35 @@ class Access:
                     f"spec.forcedRetention {spec.forced_retention!r} is shorter than the {minimum // 1000}s "
                     f"forcedRetentionMinimum of {self._where()} (spec.access[].forcedRetentionMinimum)"
                 )
+        if spec.budget is not None:
+            self.check_budget(spec.budget)
         app = spec.analysis.spark_application
         if spec.analysis.engine is Engine.SPARK_APPLICATION and app is not None:
             self.check_spark_overrides(app.image, app.service_account)
         self.check_selector(spec.topics, "spec.topics")
         self.check_topics(matched, "spec.topics")
+
+    def check_budget(self, budget: Budget) -> None:
+        """A budget needs Budget; EvictSlowest deletes what counted groups have not read, so also Evict;
+        ThrottleProducers limits clients cluster-wide (Kafka quotas know no topics), so only the client ids
+        and users the grant names (throttleClientIds, throttleUsers) may be throttled."""
+        self.require(Permission.BUDGET, "spec.budget")
+        if budget.action is BudgetAction.EVICT_SLOWEST:
+            self.require(Permission.EVICT, "spec.budget.action 'EvictSlowest'")
+        if budget.throttle is None or self.unrestricted:
+            return
+        for i, producer in enumerate(budget.throttle.producers):
+            field = f"spec.budget.throttle.producers[{i}]"
+            for kind, name, patterns, grant_field in (
+                ("clientId", producer.client_id, self.throttle_client_ids, "throttleClientIds"),
+                ("user", producer.user, self.throttle_users, "throttleUsers"),
+            ):
+                if name is not None and not any(full_match(p, name) for p in patterns):
+                    granted = ", ".join(patterns) or "none"
+                    raise Forbidden(
+                        f"{field}.{kind} {name!r}: outside the {kind}s {self._where()} may throttle "
+                        f"({granted}; spec.access[].{grant_field})"
+                    )
 
     def check_spark_overrides(self, image: str | None, service_account: str | None) -> None:
         """A run's code and identity are the operator's. A tenant's image would run in the jobs namespace
@@ -181,4 +209,6 @@ def access_for(
         allow=allow,
         forced_retention_minimum_ms=min(minimums) if minimums else None,
         analysis_credentials=spec.analysis_credentials is not None,
+        throttle_client_ids=tuple(dict.fromkeys(p for g in grants for p in g.throttle_client_ids)),
+        throttle_users=tuple(dict.fromkeys(p for g in grants for p in g.throttle_users)),
     )

@@ -69,6 +69,22 @@ POLICY_HELD_BY_GROUP = Gauge(
     "from the held partitions the plan lists (at most 100 per topic)",
     ["namespace", "policy", "group"],
 )
+POLICY_OVER_BUDGET_PARTITIONS = Gauge(
+    "ebb_operator_policy_over_budget_partitions",
+    "Partitions over a RetentionPolicy's spec.budget after its last plan's cuts",
+    ["namespace", "policy"],
+)
+BUDGET_EVICTED_RECORDS = Counter(
+    "ebb_operator_budget_evicted_records",
+    "Records a RetentionPolicy's budget (EvictSlowest) deleted before an evicted group read them, counted "
+    "when the run's DeleteRecords cut the partition",
+    ["namespace", "policy", "topic", "group"],
+)
+POLICY_THROTTLED_PRODUCERS = Gauge(
+    "ebb_operator_policy_throttled_producers",
+    "Client quotas (producer_byte_rate) Ebb has set for a RetentionPolicy's budget (ThrottleProducers)",
+    ["namespace", "policy"],
+)
 _held_groups: dict[tuple[str, str], set[str]] = {}
 
 

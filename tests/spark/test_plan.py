@@ -162,6 +162,10 @@ def test_spark_feeds_decide_what_the_commits_say(spark: SparkSession, exclusive:
             if (s := f.commits).min_committed is not None
         }
         assert names.at_minimum(minimum) == ref.at_minimum(minimum)
+        # A budget's eviction: every counted group below a target, required ones flagged.
+        targets = {i: 60 + i % 3 * 20 for i in every}
+        assert names.below(targets) == ref.below(targets)
+        assert any(c.required for found in ref.below(targets).values() for c in found)
     finally:
         commits.unpersist()
 

@@ -146,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     records = {(p.topic, p.partition): p.records for p in plan.partitions}
     by_size = sorted(plan.deletes, key=lambda d: -records[d.topic, d.partition])
     chosen, deferred = by_size[:MAX_PARTITIONS], by_size[MAX_PARTITIONS:]
+    cut = {(d.topic, d.partition) for d in chosen}
     out = RunPlan(
         policy=f"{policy.namespace}/{policy.name}",
         run_id=request.run_id,
@@ -156,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         partitions=plan.partitions,
         deletes=chosen,
         counted_groups=plan.counted_groups,
+        evictions=[e for e in plan.evictions if (e.topic, e.partition) in cut],
         deferred_partitions=len(deferred),
         empty_since=result.empty_since,
     )

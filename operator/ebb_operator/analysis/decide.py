@@ -13,10 +13,12 @@ The steps, in order:
 1. `classify`: which groups count (include, exclude, required, the grant's groups, inactiveAfter).
 2. The holds, in order of precedence (`decide`); the groups behind a hold are asked of `GroupNames` only
    for the partitions that hold concerns (reading them costs a pass over the commits).
-3. The consumed cut of every partition not held (`consumed_cut`): a `Cut` with what limits it. A step
-   that moves the cut further (never past a required group's commit or the high watermark) fits between
-   this one and the next.
-4. The decision (`PartitionDecision`), then `summarize`: the plan in the shared models.
+3. The consumed cut of every partition not held (`consumed_cut`): a `Cut` with what limits it.
+4. The budget (`spec.budget`, `apply_budget`): a partition still over budget after its cut is reported, or
+   with EvictSlowest cut further past the commits of counted groups that are not required, only as far as
+   the budget needs (`budget_offset`, `evict`), never past a required group's commit, the offset at
+   `now - consumedRetention` or the high watermark.
+5. The decision (`PartitionDecision`), then `summarize`: the plan in the shared models.
 """
 
 from __future__ import annotations
@@ -27,21 +29,26 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple, Protocol
 
-from ebb_operator.analysis.policy import AnalysisPolicy
+from ebb_operator.analysis.policy import AnalysisPolicy, BudgetRule
 from ebb_operator.analysis.snapshot import GroupState, PartitionState, TopicState
 from ebb_operator.models.common import full_match
 from ebb_operator.models.delete_records import PartitionOffset
 from ebb_operator.models.plan import (
+    EvictedGroup,
+    Eviction,
     HeldPartition,
     HoldReason,
     LimitingGroup,
     PartitionPlan,
     PlanSummary,
     TopicPlan,
+    UnreadLoss,
 )
+from ebb_operator.models.retention_policy import BudgetAction
 
 MAX_NAMED = 20  # groups named per partition; the count says how many there are
 MAX_LIMITING_PER_TOPIC = 10
+MAX_EVICTED_PER_TOPIC = 100  # status topics[].evicted: the Event and the run's plan list every one
 
 
 class PartitionStatus(StrEnum):
@@ -56,6 +63,7 @@ class LimitedBy(StrEnum):
 
     CONSUMER_POSITION = "ConsumerPosition"  # the slowest counted groups: named in the decision
     CONSUMED_RETENTION = "ConsumedRetention"  # records from the cut on are younger than consumedRetention
+    BUDGET = "Budget"  # spec.budget (EvictSlowest) moved the cut past counted groups' commits, to its target
 
 
 class Named(NamedTuple):
@@ -226,8 +234,19 @@ class GroupNames(Protocol):
         """The counted groups whose commit is the given offset (the partition's minimum)."""
         ...
 
+    def below(self, limits: Mapping[int, int]) -> Mapping[int, Sequence[GroupCommit]]:
+        """Every counted group whose commit lies below the given offset (a budget's target), with its
+        commit and whether it is required: the groups an eviction may pass."""
+        ...
 
-# -- 2.-4. the decision ------------------------------------------------------------------------------
+
+class GroupCommit(NamedTuple):
+    group: str
+    offset: int
+    required: bool = False
+
+
+# -- 2.-3. the holds and the cut ---------------------------------------------------------------------
 
 
 class Hold(NamedTuple):
@@ -268,6 +287,7 @@ class PartitionDecision:
     lag_records: int = 0  # how far the slowest counted group lags the high watermark
     lag_bytes: int = 0
     size_bytes: int | None = None
+    budget: BudgetCheck | None = None  # spec.budget after the cut (None: no budget, or not assessed)
 
     @property
     def blocking_groups(self) -> list[str]:
@@ -333,8 +353,10 @@ def decide(
     *,
     exclusive: bool = False,
     failed_groups: Sequence[str] = (),
+    budget: BudgetRule | None = None,
 ) -> list[PartitionDecision]:
-    """The decision for every partition; `failed_groups`: counted groups whose description failed."""
+    """The decision for every partition; `failed_groups`: counted groups whose description failed;
+    `budget`: the policy's spec.budget."""
     failed = named(failed_groups)
     holds: dict[int, Hold] = {}
     for i, f in enumerate(partitions):
@@ -370,10 +392,158 @@ def decide(
         at_minimum = names.at_minimum(unnamed)
         for i in unnamed:
             cuts[i] = cuts[i]._replace(groups=at_minimum.get(i, NOBODY))
-    return [_decision(f, holds[i] if i in holds else cuts[i]) for i, f in enumerate(partitions)]
+    outcomes: dict[int, Hold | Cut] = {**holds, **cuts}
+    checks = apply_budget(partitions, outcomes, names, budget) if budget is not None else {}
+    return [_decision(f, outcomes[i], checks.get(i)) for i, f in enumerate(partitions)]
 
 
-def _decision(facts: PartitionFacts, outcome: Hold | Cut) -> PartitionDecision:
+# -- 4. the budget -----------------------------------------------------------------------------------
+
+
+class BudgetState(StrEnum):
+    WITHIN = "Within"  # the partition keeps no more than the budget from its cut on
+    OVER = "Over"  # it keeps more: reported (Alert, ThrottleProducers), or an eviction stopped short
+    UNKNOWN = "Unknown"  # a figure the budget needs was not reported (DescribeLogDirs, ListOffsets)
+
+
+class BudgetCheck(NamedTuple):
+    """A partition against spec.budget, after its cut (an eviction's, where one moved it)."""
+
+    state: BudgetState
+    offset: int | None = None  # the lowest cut within the budget (`budget_offset`)
+    evicted: tuple[GroupLoss, ...] = ()  # every group the cut passed, with what it loses unread
+
+
+class GroupLoss(NamedTuple):
+    group: str
+    records: int
+
+
+def budget_offset(p: PartitionState, budget: BudgetRule) -> int | None:
+    """The lowest cut that keeps the partition within `budget`, or None when a figure it needs is unknown.
+
+    Age: the first offset whose timestamp is at or after `now - maxAge` (ListOffsets by timestamp, KIP-79:
+    the time index), so the record at the cut is younger than maxAge. Bytes: Kafka reports a partition's
+    size, not where in its log the bytes lie (DescribeLogDirs), so the size of its largest replica is spread
+    evenly over its readable offsets, and the cut keeps the most offsets whose share fits
+    maxBytesPerPartition. The brokers then free whole segments: the disk keeps the cut's segment too, at
+    most one segment over the budget (docs/analysis.md, "The budget")."""
+    start, hw = p.log_start, p.high_watermark
+    if start is None or hw is None:
+        return None
+    target = start
+    if budget.max_age_ms is not None:
+        if p.age_offset is None:
+            return None
+        target = max(target, p.age_offset)
+    if budget.max_bytes is not None:
+        size = p.replica_bytes if p.replica_bytes is not None else p.size_bytes
+        if size is None:
+            return None
+        span = hw - start
+        if size > budget.max_bytes and span > 0:
+            # offsets o..hw fit when size * (hw - o) <= max_bytes * span: keep that many, exactly
+            target = max(target, hw - budget.max_bytes * span // size)
+    return min(target, hw)
+
+
+def evict(facts: PartitionFacts, cut: int, target: int, below: Sequence[GroupCommit]) -> Cut | None:
+    """EvictSlowest: the cut moved from `cut` toward `target` past the commits of counted groups that are
+    not required (`below`: every counted group committed below `target`), only as far as `target`, and
+    never past a required group's commit, the offset at `now - consumedRetention` or the high watermark.
+    None when none of these lets it move at all."""
+    p = facts.state
+    if p.time_offset is None or p.high_watermark is None:
+        raise ValueError(f"{p.topic}-{p.partition}: no eviction without offsets (it must be held)")
+    required = [c.offset for c in below if c.required]
+    stop = min(target, p.time_offset, p.high_watermark, *required)
+    if stop <= cut:
+        return None
+    if stop == target:
+        return Cut(stop, LimitedBy.BUDGET)
+    if required and stop == min(required):
+        return Cut(
+            stop,
+            LimitedBy.CONSUMER_POSITION,
+            named(c.group for c in below if c.required and c.offset == stop),
+        )
+    return Cut(stop, LimitedBy.CONSUMED_RETENTION)
+
+
+def losses(start: int, cut: int, below: Sequence[GroupCommit]) -> tuple[GroupLoss, ...]:
+    """What each group committed below `cut` loses unread when the log starts there (records below the
+    current log start are gone already), in name order."""
+    return tuple(
+        GroupLoss(c.group, cut - max(c.offset, start))
+        for c in sorted(below)
+        if c.offset < cut and cut > start
+    )
+
+
+def evictable(facts: PartitionFacts, outcome: Hold | Cut) -> bool:
+    """May EvictSlowest move this partition's cut? A cut, yes; a hold only for groups committed below the
+    log start (retention or an eviction passed them: they are the slowest, not unknown). Every other hold
+    stays: an unknown holds, whatever the budget."""
+    if isinstance(outcome, Cut):
+        return True
+    s, p = facts.commits, facts.state
+    return (
+        outcome.reason is HoldReason.OFFSET_OUT_OF_RANGE
+        and s.max_committed is not None
+        and p.high_watermark is not None
+        and s.max_committed <= p.high_watermark
+    )
+
+
+def apply_budget(
+    partitions: Sequence[PartitionFacts],
+    outcomes: dict[int, Hold | Cut],
+    names: GroupNames,
+    budget: BudgetRule,
+) -> dict[int, BudgetCheck]:
+    """Every partition that deletes (cleanup.policy) checked against the budget after its cut (a hold's
+    is its log start); with EvictSlowest the over-budget ones `evictable` get the eviction's cut in
+    `outcomes`. The groups below a target are read only for those."""
+    checks: dict[int, BudgetCheck] = {}
+    targets: dict[int, int] = {}
+    for i, f in enumerate(partitions):
+        outcome = outcomes[i]
+        if isinstance(outcome, Hold) and outcome.reason is HoldReason.COMPACT_ONLY:
+            continue
+        target = budget_offset(f.state, budget)
+        start = f.state.log_start
+        if target is None or start is None:
+            checks[i] = BudgetCheck(BudgetState.UNKNOWN)
+            continue
+        cut = max(start, outcome.offset) if isinstance(outcome, Cut) else start
+        if cut >= target:
+            checks[i] = BudgetCheck(BudgetState.WITHIN, target)
+            continue
+        checks[i] = BudgetCheck(BudgetState.OVER, target)
+        if budget.action is BudgetAction.EVICT_SLOWEST and evictable(f, outcome):
+            targets[i] = target
+    found = names.below(targets) if targets else {}
+    for i, target in targets.items():
+        f, below = partitions[i], found.get(i, ())
+        start = f.state.log_start
+        assert start is not None
+        outcome = outcomes[i]
+        cut = max(start, outcome.offset) if isinstance(outcome, Cut) else start
+        moved = evict(f, cut, target, below)
+        if moved is None:
+            continue
+        outcomes[i] = moved
+        state = BudgetState.WITHIN if moved.offset >= target else BudgetState.OVER
+        checks[i] = BudgetCheck(state, target, losses(start, moved.offset, below))
+    return checks
+
+
+# -- 5. the decision ---------------------------------------------------------------------------------
+
+
+def _decision(
+    facts: PartitionFacts, outcome: Hold | Cut, budget: BudgetCheck | None = None
+) -> PartitionDecision:
     p, s = facts.state, facts.commits
     start, hw = p.log_start, p.high_watermark
     span = (hw - start) if hw is not None and start is not None else 0
@@ -409,6 +579,7 @@ def _decision(facts: PartitionFacts, outcome: Hold | Cut) -> PartitionDecision:
         lag_records=lag,
         lag_bytes=_share(p.size_bytes, lag, span),
         size_bytes=p.size_bytes,
+        budget=budget,
     )
 
 
@@ -426,6 +597,7 @@ class PlanResult:
     deletes: list[PartitionOffset]
     counted_groups: list[str] = field(default_factory=list)
     decisions: list[PartitionDecision] = field(default_factory=list, repr=False)
+    evictions: list[Eviction] = field(default_factory=list)  # the cuts spec.budget moved past groups
 
 
 def summarize(
@@ -436,6 +608,7 @@ def summarize(
     topics: dict[str, TopicPlan] = {}
     limiting: dict[str, dict[str, LimitingGroup]] = {}
     cuts: list[PartitionOffset] = []
+    evictions: list[Eviction] = []
     for r in sorted(decisions, key=lambda d: (d.topic, d.partition)):
         partitions.append(
             PartitionPlan.model_construct(  # computed here, nothing to validate (10 000s of them)
@@ -450,6 +623,7 @@ def summarize(
                 blocking_groups=r.blocking_groups,
                 lag_records=r.lag_records,
                 lag_bytes=r.lag_bytes,
+                over_budget=r.budget is not None and r.budget.state is BudgetState.OVER,
             )
         )
         t = topics.setdefault(r.topic, TopicPlan(topic=r.topic))
@@ -483,6 +657,8 @@ def summarize(
                 entry.lag_bytes += lag[1]
         if r.status is PartitionStatus.DELETABLE and r.delete_before is not None:
             cuts.append(PartitionOffset(topic=r.topic, partition=r.partition, offset=r.delete_before))
+        if r.budget is not None:
+            _budget_figures(r, r.budget, t, evictions)
     for name, groups in limiting.items():
         ranked = sorted(groups.values(), key=lambda g: (-g.lag_bytes, -g.lag_records, g.group))
         topics[name].limiting = ranked[:MAX_LIMITING_PER_TOPIC]
@@ -493,7 +669,29 @@ def summarize(
         deletable_records=sum(t.deletable_records for t in topics.values()),
         reclaimable_bytes=sum(t.reclaimable_bytes for t in topics.values()),
         held_partitions=sum(t.held_count for t in topics.values()),
+        over_budget_partitions=sum(t.over_budget for t in topics.values()),
+        evicted_records=sum(g.records for e in evictions for g in e.groups),
     )
     return PlanResult(
-        summary, list(topics.values()), partitions, cuts, sorted(counted_groups), list(decisions)
+        summary, list(topics.values()), partitions, cuts, sorted(counted_groups), list(decisions), evictions
     )
+
+
+def _budget_figures(r: PartitionDecision, check: BudgetCheck, topic: TopicPlan, out: list[Eviction]) -> None:
+    """A partition's budget in its topic's figures, and its eviction (every group) in `out`."""
+    if check.state is BudgetState.OVER:
+        topic.over_budget += 1
+    if not check.evicted or r.delete_before is None:
+        return
+    out.append(
+        Eviction.model_construct(
+            topic=r.topic,
+            partition=r.partition,
+            offset=r.delete_before,
+            groups=[UnreadLoss.model_construct(group=g.group, records=g.records) for g in check.evicted],
+        )
+    )
+    for g in check.evicted:
+        topic.evicted_count += 1
+        if len(topic.evicted) < MAX_EVICTED_PER_TOPIC:
+            topic.evicted.append(EvictedGroup(group=g.group, partition=r.partition, records=g.records))

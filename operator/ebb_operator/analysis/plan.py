@@ -13,8 +13,8 @@ one row per partition, topic or group, and the rules that decide what is deleted
    (the DeleteRecords guard). A counted commit on a partition the snapshot does not list marks its topic
    as grown (`decide.TopicFacts`).
 4. `SparkNames`: reads of the commits filtered to the partitions a hold concerns name the groups behind
-   it, as `decide` asks: the readers a partition lacks, groups with an out-of-range commit, and groups
-   tied at the minimum.
+   it, as `decide` asks: the readers a partition lacks, groups with an out-of-range commit, groups tied
+   at the minimum, and for a budget's eviction the groups committed below its target.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from ebb_operator.analysis.decide import (
     MAX_NAMED,
     NOBODY,
     CommitStats,
+    GroupCommit,
     GroupRoles,
     Missing,
     Named,
@@ -100,6 +101,7 @@ def compute_plan(commits: DataFrame, inputs: PlanInputs) -> PlanResult:
         SparkNames(commits, inputs),
         exclusive=inputs.policy.exclusive,
         failed_groups=inputs.roles.failed,
+        budget=inputs.policy.budget,
     )
     return summarize(decisions, facts.counted_readers)
 
@@ -336,3 +338,22 @@ class SparkNames:
             .filter(F.col("committed_offset") == F.col("value"))
         )
         return {tp: named for tp, (named,) in _named(rows, self.inputs.catalog).items()}
+
+    def below(self, limits: Mapping[int, int]) -> dict[int, list[GroupCommit]]:
+        """Every counted group committed below each partition's limit, with its commit (a budget's eviction
+        asks for the few partitions over budget)."""
+        cat = self.inputs.catalog
+        required = self.inputs.roles.required
+        rows = (
+            self._counted()
+            .join(F.broadcast(_tp_frame(self.commits, list(limits), list(limits.values()))), "tp")
+            .filter(F.col("committed_offset") < F.col("value"))
+            .select("tp", "gid", "committed_offset")
+            .toArrow()
+            .to_pylist()
+        )
+        out: dict[int, list[GroupCommit]] = {}
+        for r in rows:
+            group = cat.groups[r["gid"]]
+            out.setdefault(r["tp"], []).append(GroupCommit(group, r["committed_offset"], group in required))
+        return {tp: sorted(found) for tp, found in out.items()}

@@ -13,13 +13,22 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ebb_operator.models.common import duration_ms
-from ebb_operator.models.retention_policy import OffsetsSource, RetentionPolicySpec
+from ebb_operator.models.common import duration_ms, parse_quantity
+from ebb_operator.models.retention_policy import BudgetAction, OffsetsSource, RetentionPolicySpec
 from ebb_operator.models.run import RunRequest
 
 
 class PolicyError(ValueError):
     """The policy cannot be analysed as written; the message says which field and why."""
+
+
+@dataclass(frozen=True)
+class BudgetRule:
+    """spec.budget in the job's units (docs/analysis.md, "The budget")."""
+
+    max_bytes: int | None  # per partition, on its largest replica
+    max_age_ms: int | None
+    action: BudgetAction = BudgetAction.ALERT
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,7 @@ class AnalysisPolicy:
     # outside these always counts, whatever include, exclude and inactiveAfter say.
     discountable_groups: tuple[str, ...] | None = None
     offsets_source: OffsetsSource = OffsetsSource.ADMIN_API
+    budget: BudgetRule | None = None
 
     @classmethod
     def from_request(cls, request: RunRequest) -> AnalysisPolicy:
@@ -57,6 +67,14 @@ class AnalysisPolicy:
         cls, namespace: str, name: str, uid: str | None, spec: RetentionPolicySpec
     ) -> AnalysisPolicy:
         consumers = spec.consumers
+        budget = None
+        if spec.budget is not None:
+            size, age = spec.budget.max_bytes_per_partition, spec.budget.max_age
+            budget = BudgetRule(
+                max_bytes=parse_quantity(size) if size else None,
+                max_age_ms=duration_ms(age) if age else None,
+                action=spec.budget.action,
+            )
         return cls(
             namespace=namespace,
             name=name,
@@ -71,6 +89,7 @@ class AnalysisPolicy:
             inactive_after_ms=duration_ms(consumers.inactive_after) if consumers.inactive_after else None,
             dry_run=spec.dry_run,
             offsets_source=spec.analysis.offsets_source,
+            budget=budget,
         )
 
     @classmethod

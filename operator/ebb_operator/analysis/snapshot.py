@@ -1,7 +1,8 @@
 """The cluster state one plan is computed from, read through the operator's Kafka adapter.
 
 Partitions: log start (ListOffsets EARLIEST), high watermark (LATEST), bytes on disk (DescribeLogDirs) and
-the offset of the first record at or after `now - consumedRetention` (ListOffsets by timestamp, KIP-79).
+the offset of the first record at or after `now - consumedRetention` (ListOffsets by timestamp, KIP-79), and
+with a budget's maxAge the same at `now - maxAge`.
 Topics: `cleanup.policy`. Groups: state, members and the topics their members are assigned.
 Every failure is recorded next to the item it concerns (the plan holds that item, KIP-68's "-1"); only
 failures that leave the whole picture unknown (listing topics or groups) raise.
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ebb_operator.analysis.policy import AnalysisPolicy
-from ebb_operator.kafka import EARLIEST, LATEST, ClusterAdmin, TopicPartition
+from ebb_operator.kafka import EARLIEST, LATEST, ClusterAdmin, OffsetResult, TopicPartition
 from ebb_operator.models.common import full_match
 
 
@@ -30,6 +31,8 @@ class PartitionState(NamedTuple):
     size_bytes: int | None  # DescribeLogDirs, summed over replicas
     time_offset: int | None  # the first offset at or after now - consumedRetention (the HW if none)
     error: str | None  # any lookup failure: the plan holds the partition
+    replica_bytes: int | None = None  # DescribeLogDirs, the largest replica (None: as size_bytes)
+    age_offset: int | None = None  # the first offset at or after now - budget.maxAge (the HW if none)
 
 
 class TopicState(NamedTuple):
@@ -96,31 +99,36 @@ def take_snapshot(
     earliest = admin.offsets(tps, EARLIEST)
     latest = admin.offsets(tps, LATEST)
     by_time = admin.offsets(tps, now_ms - policy.consumed_retention_ms)
+    max_age = policy.budget.max_age_ms if policy.budget is not None else None
+    by_age = admin.offsets(tps, now_ms - max_age) if max_age is not None else {}
     try:
-        sizes = admin.log_dir_sizes(tps)
+        sizes = admin.log_dir_replica_sizes(tps)
     except Exception:
-        sizes = {}  # sizes only feed the bytes estimate; a failure must not hold deletes
+        sizes = {}  # sizes feed the bytes estimate and a bytes budget, which is then unknown (never evicts)
     part_rows: list[PartitionState] = []
     for tp in tps:
         lo, hi, at = earliest.get(tp), latest.get(tp), by_time.get(tp)
+        lookups = [("earliest", lo), ("latest", hi), ("timestamp", at)]
+        if max_age is not None:
+            lookups.append(("timestamp of budget.maxAge", by_age.get(tp)))
         errors = [
             f"ListOffsets {what}: {r.error if r is not None else 'no answer'}"
-            for what, r in (("earliest", lo), ("latest", hi), ("timestamp", at))
+            for what, r in lookups
             if r is None or r.error is not None or r.offset is None
         ]
-        time_offset = None
-        if at is not None and at.offset is not None and hi is not None and hi.offset is not None:
-            # KIP-79: -1 means no record at or after the timestamp, i.e. every record is older: the whole log.
-            time_offset = hi.offset if at.offset < 0 else at.offset
+        time_offset, age_offset = _at_time(at, hi), _at_time(by_age.get(tp), hi)
+        replicas = sizes.get(tp)
         part_rows.append(
             PartitionState(
                 tp.topic,
                 tp.partition,
                 lo.offset if lo is not None else None,
                 hi.offset if hi is not None else None,
-                sizes.get(tp),
+                sum(replicas) if replicas else None,
                 time_offset,
                 "; ".join(errors) or None,
+                max(replicas) if replicas else None,
+                age_offset,
             )
         )
 
@@ -143,6 +151,14 @@ def take_snapshot(
         since = min(memory.get(g.group_id, now_ms), now_ms) if not d.members else None
         group_rows.append(GroupState(g.group_id, d.state, len(d.members), sorted(topics), None, since))
     return Snapshot(now_ms, part_rows, topic_rows, group_rows)
+
+
+def _at_time(at: OffsetResult | None, high: OffsetResult | None) -> int | None:
+    """The offset ListOffsets by timestamp found, the high watermark for its -1 (KIP-79: no record at or
+    after the timestamp, i.e. every record is older: the whole log); None when either lookup failed."""
+    if at is None or at.offset is None or high is None or high.offset is None:
+        return None
+    return high.offset if at.offset < 0 else at.offset
 
 
 def empty_groups(snapshot: Snapshot) -> dict[str, int]:

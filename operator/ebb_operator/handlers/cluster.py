@@ -115,13 +115,20 @@ async def access(
 
 
 async def resolve(
-    rt: Runtime, namespace: str, cluster_ref: KafkaClusterRef | None, inline: ClusterRef | None
+    rt: Runtime,
+    namespace: str,
+    cluster_ref: KafkaClusterRef | None,
+    inline: ClusterRef | None,
+    *,
+    undoing: bool = False,
 ) -> Target:
     """The object's target; Forbidden, ClusterUnreachable (ClusterNotFound) or ClusterConfigError when it
-    has none."""
+    has none. `undoing`: only to undo what Ebb did for the object (lift its client quotas), which needs no
+    grant: a namespace whose grant is gone gets an Access that allows nothing."""
     settings = rt.settings
     if inline is not None:
-        _inline_allowed(rt)
+        if not undoing:
+            _inline_allowed(rt)
         props: dict[str, str] = {}
         if inline.secret_ref is not None:
             props = await _read_secret(namespace, inline.secret_ref.name, "")
@@ -132,7 +139,12 @@ async def resolve(
         servers = settings.default_bootstrap_servers
         return Target(ClusterConnection.of(servers), Access.inline(namespace), f"inline:{servers}")
     spec = await kafka_cluster_spec(name)
-    access = await _access_on(name, spec, namespace, cluster_ref)
+    try:
+        access = await _access_on(name, spec, namespace, cluster_ref)
+    except Forbidden:
+        if not undoing:
+            raise
+        access = Access(name, namespace)
     connection = ClusterConnection.of(spec.bootstrap_servers, await credentials(rt, name, spec))
     analysis = spec.analysis_credentials.secret_ref.name if spec.analysis_credentials else None
     return Target(connection, access, name, analysis)

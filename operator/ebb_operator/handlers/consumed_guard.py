@@ -7,6 +7,10 @@ for any of its partitions or one of its members is assigned one. For each partit
 every such group must have committed >= O for that partition (a committed offset is the next record
 to read, so everything below it was consumed). A reading group without a commit for the partition
 holds it (fail closed, as KIP-68 skips a partition whose offsets are unknown; README, Safety guarantees).
+
+A RetentionPolicy's budget (EvictSlowest) cuts past some counted groups on purpose: its DeleteRecords lists
+them per partition (`evicted`), and the guard does not wait for those groups on those partitions only; it
+still waits for every other named group there, and for the evicted groups everywhere else.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ def blocking_groups(
     commits: Mapping[str, Iterable[TopicCommits]],
     descriptions: Mapping[str, GroupDescription],
     only: Iterable[str] | None = None,
+    exempt: Mapping[TopicPartition, Iterable[str]] | None = None,
 ) -> dict[TopicPartition, list[str]]:
     """Per partition to cut, the groups (among `only`, when given; in name order) that read its topic and
-    have not committed past its target, each with its position.
+    have not committed past its target, each with its position; a group `exempt` lists for a partition
+    (evicted there) is not waited for on that partition.
 
     Works on the commits as OffsetFetch answers them, a column per group and topic: a group is checked
     against every cut partition of a topic in one C-level pass (`map`/`all`), and looked at partition by
@@ -42,6 +48,7 @@ def blocking_groups(
     if only is not None:
         groups &= set(only)
     out: dict[TopicPartition, list[str]] = {tp: [] for tp in targets}
+    excused = {tp: frozenset(groups) for tp, groups in (exempt or {}).items()}
     for group in sorted(groups):
         committed = {t.topic: t for t in commits.get(group, ()) if t.topic in floors}
         desc = descriptions.get(group)
@@ -58,6 +65,8 @@ def blocking_groups(
             if all(map(ge, positions, floor)):
                 continue
             for partition, position, target in zip(parts, positions, floor, strict=True):
+                if group in excused.get(TopicPartition(topic, partition), ()):
+                    continue
                 if position == NO_COMMIT:
                     out[TopicPartition(topic, partition)].append(f"{group} (no committed offset)")
                 elif position < target:

@@ -120,7 +120,8 @@ def guard_blockers(
     admin: ClusterAdmin, spec: DeleteRecordsSpec, targets: dict[TopicPartition, int]
 ) -> dict[TopicPartition, list[str]]:
     """Per partition, the groups that have not committed past its target (Consumed: every group that
-    reads the topic; ConsumedBy: the named groups, a group without a commit holding it). Blocking:
+    reads the topic; ConsumedBy: the named groups, a group without a commit holding it, except the groups
+    `evicted` lists for that partition). Blocking:
     runs in a worker thread. The groups' commits on the topics cut come in batched OffsetFetch
     requests, sent with their DescribeGroups."""
     if spec.guard is Guard.NONE or not targets:
@@ -135,8 +136,11 @@ def guard_blockers(
         if isinstance(found, KafkaFailure):
             raise KafkaFailed(f"cannot read the committed offsets of group {group}: {found}")
         commits[group] = found
-    named = spec.consumed_by if spec.guard is Guard.CONSUMED_BY else None
-    return blocking_groups(targets, commits, descriptions, named)
+    if spec.guard is not Guard.CONSUMED_BY:
+        return blocking_groups(targets, commits, descriptions)
+    # The groups a RetentionPolicy's budget evicted, on the partitions it evicted them from (ConsumedBy only).
+    evicted = {TopicPartition(e.topic, e.partition): e.groups for e in spec.evicted}
+    return blocking_groups(targets, commits, descriptions, spec.consumed_by, evicted)
 
 
 def _plan(admin: ClusterAdmin, spec: DeleteRecordsSpec) -> tuple[list[PartitionResult], int | None]:

@@ -15,11 +15,17 @@ import kopf
 
 from ebb_operator import kube, metrics
 from ebb_operator.handlers import lifetime
+from ebb_operator.handlers.retention.budget import lift_quotas
 from ebb_operator.handlers.retention.history import forget_runs, sweep
 from ebb_operator.handlers.retention.runner import PolicyRunner
 from ebb_operator.handlers.runtime import Runtime, runtime
 from ebb_operator.models.common import GROUP, VERSION
-from ebb_operator.models.retention_policy import CRD, RunOutcome
+from ebb_operator.models.retention_policy import (
+    CRD,
+    RetentionPolicySpec,
+    RetentionPolicyStatus,
+    RunOutcome,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +46,17 @@ async def retentionpolicy_runner(
     goes: kopf stops the daemon once the policy has left the API server (handlers/lifetime.py), and
     whichever ends last of this daemon and the deletion handler below deletes what the run made."""
     rt = runtime(memo)
+    runner = PolicyRunner(rt, body)
     try:
-        await PolicyRunner(rt, body).loop(stopped)
+        await runner.loop(stopped)
     finally:
         if stopped.reason is not None and stopped.reason & _GONE:
             await asyncio.to_thread(
                 forget, body.metadata.namespace, body.metadata.name or "", str(body.metadata.uid), rt
             )
+            # The client quotas the policy's budget set (ThrottleProducers) go with it: they live in the
+            # cluster, outside the API server, and the runner's status is the freshest record of them.
+            await _lift_quietly(rt, body, runner.status)
 
 
 # Without a finalizer, a deleted policy's daemon is stopped because it no longer matches its `when=`
@@ -75,6 +85,19 @@ def forget(namespace: str | None, name: str, uid: str, rt: Runtime) -> None:
         forget_runs(rt.settings.job_namespace, uid)
     except kube.KubeApiError as exc:
         log.warning("%s/%s deleted: its runs stay until the next sweep: %s", namespace, name, exc)
+
+
+async def _lift_quietly(rt: Runtime, body: kopf.Body, status: RetentionPolicyStatus) -> None:
+    try:
+        spec = RetentionPolicySpec.model_validate(dict(body.spec))
+        await lift_quotas(rt, body.metadata.namespace or "", body.metadata.name or "", spec, status)
+    except Exception as exc:  # no finalizer holds the policy for a retry (handlers/lifetime.py): say so
+        log.warning(
+            "%s/%s deleted: client quotas not lifted, remove them by hand: %s",
+            body.metadata.namespace,
+            body.metadata.name,
+            exc,
+        )
 
 
 async def sweep_runs(rt: Runtime) -> None:

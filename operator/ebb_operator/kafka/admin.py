@@ -365,12 +365,17 @@ class ClusterAdmin:
 
     def log_dir_sizes(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """Bytes on disk per partition, summed over every replica (DescribeLogDirs to every broker)."""
+        return {tp: sum(sizes) for tp, sizes in self.log_dir_replica_sizes(partitions).items()}
+
+    def log_dir_replica_sizes(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, list[int]]:
+        """Bytes on disk of each replica of each partition (DescribeLogDirs to every broker; a replica per
+        log dir that holds the partition, in the brokers' answer order)."""
         wanted: dict[str, list[int]] = {}
         for tp in partitions:
             wanted.setdefault(tp.topic, []).append(tp.partition)
         if not wanted:
             return {}
-        sizes: dict[TopicPartition, int] = {}
+        sizes: dict[TopicPartition, list[int]] = {}
         for broker in self._client.describe_log_dirs(topic_partitions=wanted):
             for log_dir in broker["log_dirs"]:
                 if log_dir.get("error_code", 0):
@@ -379,7 +384,7 @@ class ClusterAdmin:
                     for part in topic.get("partitions", []):
                         tp = TopicPartition(topic["name"], part["partition_index"])
                         if tp.partition in wanted.get(tp.topic, ()):
-                            sizes[tp] = sizes.get(tp, 0) + int(part["partition_size"])
+                            sizes.setdefault(tp, []).append(int(part["partition_size"]))
         return sizes
 
     def delete_records(

@@ -41,6 +41,14 @@ REASON_PATTERN = r"^[A-Z][A-Za-z0-9]*$"
 # characters and no whitespace. RE2 refuses lookaround and backreferences.
 REGEX_PATTERN = r"^[^\s]+$"
 REGEX_MAX_LENGTH = 256
+# Byte quantities as Kubernetes writes them: a positive whole number, optionally with a binary (Ki, Mi, Gi,
+# Ti, Pi) or decimal (k, M, G, T, P) suffix, e.g. "20Gi", "500M", "1048576".
+QUANTITY_PATTERN = r"^[1-9][0-9]*(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$"
+_QUANTITY_RE = re.compile(QUANTITY_PATTERN)
+_QUANTITY_UNITS: dict[str, int] = {
+    **{u: 1024**i for i, u in enumerate(("", "Ki", "Mi", "Gi", "Ti", "Pi"))},
+    **{u: 1000**i for i, u in enumerate(("k", "M", "G", "T", "P"), start=1)},
+}
 
 
 def parse_duration(text: str) -> timedelta:
@@ -57,6 +65,23 @@ def parse_duration(text: str) -> timedelta:
 def duration_ms(text: str) -> int:
     """Milliseconds, the unit Kafka's topic configs use (retention.ms, min.compaction.lag.ms, ...)."""
     return int(parse_duration(text).total_seconds() * 1000)
+
+
+def parse_quantity(text: str) -> int:
+    """Bytes of a quantity ("20Gi" -> 21474836480); raises ValueError with the accepted form on bad input."""
+    match = _QUANTITY_RE.match(text)
+    if match is None:
+        raise ValueError(
+            f"invalid quantity {text!r}: a positive whole number with an optional suffix Ki, Mi, Gi, Ti, Pi "
+            "(powers of 1024) or k, M, G, T, P (powers of 1000), e.g. 20Gi"
+        )
+    unit = match.group(1) or ""
+    return int(text[: len(text) - len(unit)]) * _QUANTITY_UNITS[unit]
+
+
+def _check_quantity(text: str) -> str:
+    parse_quantity(text)
+    return text
 
 
 def _check_duration(text: str) -> str:
@@ -108,6 +133,14 @@ Regex = Annotated[
     StringConstraints(pattern=REGEX_PATTERN, min_length=1, max_length=REGEX_MAX_LENGTH),
     AfterValidator(_check_regex),
     Field(description="An RE2 regular expression matching whole names (at most 256 characters)."),
+]
+Quantity = Annotated[
+    str,
+    StringConstraints(pattern=QUANTITY_PATTERN, max_length=32),
+    AfterValidator(_check_quantity),
+    Field(
+        description="Bytes, such as 20Gi, 512Mi or 1000000 (suffixes Ki, Mi, Gi, Ti, Pi or k, M, G, T, P)."
+    ),
 ]
 TopicName = Annotated[str, StringConstraints(pattern=TOPIC_NAME_PATTERN)]
 

@@ -45,6 +45,17 @@ class PartitionOffset(Model):
     offset: int = Field(ge=-1, description="Delete records before this offset; -1 = high watermark.")
 
 
+class EvictedGroups(Model):
+    """Counted groups a RetentionPolicy's budget evicted on one partition (EvictSlowest): the ConsumedBy guard
+    does not wait for them there, and still waits for every other group it names, there and elsewhere."""
+
+    topic: TopicName = Field(description="The topic.")
+    partition: int = Field(ge=0, le=2147483647, description="The partition number.")
+    groups: list[str] = Field(
+        min_length=1, max_length=10000, description="The groups evicted on this partition."
+    )
+
+
 class DeleteRecordsSpec(Model):
     model_config = validated(
         {"rule": "self == oldSelf", "message": "spec is immutable: create a new DeleteRecords"},
@@ -52,6 +63,10 @@ class DeleteRecordsSpec(Model):
         {
             "rule": "self.guard != 'ConsumedBy' || size(self.consumedBy) > 0",
             "message": "guard ConsumedBy names the groups in consumedBy",
+        },
+        {
+            "rule": "!has(self.evicted) || size(self.evicted) == 0 || self.guard == 'ConsumedBy'",
+            "message": "evicted goes with guard ConsumedBy",
         },
     )
 
@@ -75,6 +90,16 @@ class DeleteRecordsSpec(Model):
         default_factory=list,
         max_length=10000,
         description="With guard ConsumedBy: the groups whose commits are re-read just before deleting.",
+    )
+    evicted: list[EvictedGroups] = Field(
+        default_factory=list,
+        max_length=MAX_PARTITIONS,
+        description="With guard ConsumedBy: per partition, groups of consumedBy the guard does not wait for "
+        "there (a RetentionPolicy budget evicted them; needs Evict in the grant).",
+        json_schema_extra={
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["topic", "partition"],
+        },
     )
     dry_run: bool = Field(default=False, description="Report what would be deleted, delete nothing.")
 

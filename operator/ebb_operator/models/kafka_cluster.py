@@ -35,6 +35,8 @@ class Permission(StrEnum):
     FORCED_RETENTION = "ForcedRetention"  # RetentionPolicy.forcedRetention (retention.ms), >= the minimum
     COMPACTION = "Compaction"  # CompactionConfig (cleanup.policy compact rewrites topics)
     SPARK_OVERRIDES = "SparkOverrides"  # a SparkApplication service account of the tenant's choice
+    BUDGET = "Budget"  # RetentionPolicy.budget (Alert, and with the permissions below its other actions)
+    EVICT = "Evict"  # budget action EvictSlowest: deletes records counted groups have not read
 
 
 class LabelSelector(Model):
@@ -72,10 +74,23 @@ class Grant(Model):
     )
     allow: list[Permission] = Field(
         default_factory=list,
-        max_length=4,
+        max_length=8,
         description="Options these namespaces may use: GuardNone (DeleteRecords without the consumer "
         "check), ForcedRetention (at least forcedRetentionMinimum), Compaction (CompactionConfig), "
-        "SparkOverrides (a SparkApplication image or service account of their choice).",
+        "SparkOverrides (a SparkApplication image or service account of their choice), Budget (a "
+        "RetentionPolicy budget), Evict (its action EvictSlowest).",
+    )
+    throttle_client_ids: list[Regex] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Client ids (RE2, whole names) whose produce rate a RetentionPolicy budget of these "
+        "namespaces may limit with a Kafka client quota (action ThrottleProducers). Absent: none.",
+    )
+    throttle_users: list[Regex] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Users (principal names, RE2, whole names) whose produce rate a RetentionPolicy budget "
+        "of these namespaces may limit with a Kafka client quota (action ThrottleProducers). Absent: none.",
     )
     forced_retention_minimum: Duration = Field(
         default="1d", description="With ForcedRetention: the shortest forcedRetention allowed."

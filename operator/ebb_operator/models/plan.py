@@ -40,6 +40,29 @@ class PartitionPlan(Observed):
     blocking_count: int = Field(default=0, description="Groups behind it (blockingGroups lists at most 20).")
     lag_records: int = 0
     lag_bytes: int = 0
+    over_budget: bool = Field(default=False, description="Over spec.budget after this cut.")
+
+
+class UnreadLoss(Observed):
+    """Records a group loses unread on a partition when a budget evicts it."""
+
+    group: str = Field(description="The evicted consumer group.")
+    records: int = Field(description="Records between its commit and the new log start.")
+
+
+class Eviction(Observed):
+    """A partition cut past counted groups' commits to meet spec.budget (EvictSlowest)."""
+
+    topic: str = Field(description="The topic.")
+    partition: int = Field(description="The partition number.")
+    offset: int = Field(description="The cut: the partition's new log start offset.")
+    groups: list[UnreadLoss] = Field(description="Every group evicted there, with what it loses unread.")
+
+
+class EvictedGroup(Observed):
+    group: str = Field(description="A consumer group the budget evicted.")
+    partition: int = Field(description="The partition it was evicted on.")
+    records: int = Field(description="Records it loses unread there.")
 
 
 class LimitingGroup(Observed):
@@ -75,6 +98,14 @@ class TopicPlan(Observed):
         default_factory=list, max_length=10, description="The groups limiting the cut, most lag first."
     )
     limiting_count: int = Field(default=0, description="Groups limiting the cut (limiting lists at most 10).")
+    # spec.budget (docs/analysis.md, "The budget")
+    over_budget: int = Field(default=0, description="Partitions over budget after the plan's cuts.")
+    evicted: list[EvictedGroup] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Groups the budget evicted, per partition, with the records each loses unread.",
+    )
+    evicted_count: int = Field(default=0, description="Evictions of the topic (evicted lists at most 100).")
 
 
 class PlanSummary(Observed):
@@ -86,6 +117,12 @@ class PlanSummary(Observed):
         default=None, description="reclaimableBytes for humans (IEC units: KiB, MiB, GiB, ...)."
     )
     held_partitions: int = Field(default=0, description="Partitions held back (by a group or a rule).")
+    over_budget_partitions: int = Field(
+        default=0, description="Partitions over spec.budget after the plan's cuts."
+    )
+    evicted_records: int = Field(
+        default=0, description="Records the plan deletes that an evicted group has not read (spec.budget)."
+    )
 
     @model_validator(mode="after")
     def _human(self) -> PlanSummary:

@@ -39,3 +39,8 @@ class Reason(StrEnum):
     # TopicsMatched
     MATCHED = "Matched"
     NOTHING_MATCHED = "NothingMatched"
+    # Budget (a RetentionPolicy's spec.budget)
+    WITHIN_BUDGET = "WithinBudget"
+    OVER_BUDGET = "OverBudget"  # still over budget after the run's cut
+    EVICTED = "Evicted"  # within budget after evicting the slowest counted groups
+    THROTTLED = "Throttled"  # over budget, its producers under Ebb's client quota

@@ -5,9 +5,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, model_validator
 
-from ebb_operator.models.cel import duration_at_least, duration_minimum
+from ebb_operator.models.cel import cel_seconds, duration_at_least, duration_minimum
 from ebb_operator.models.common import (
     ONE_CLUSTER_RULE,
     ClusterRef,
@@ -16,9 +16,11 @@ from ebb_operator.models.common import (
     KafkaClusterRef,
     Model,
     Observed,
+    Quantity,
     Status,
     TopicSelector,
     cel_rules,
+    duration_ms,
     parse_duration,
     validated,
 )
@@ -92,6 +94,110 @@ class Analysis(Model):
     )
 
 
+# -- spec.budget (issue 23: Pulsar's backlog quotas for Kafka; docs/analysis.md, "The budget") ---------
+
+
+class BudgetAction(StrEnum):
+    """What a run does with a partition still over budget after the consumed cut."""
+
+    ALERT = "Alert"  # report it (condition Budget, an Event, metrics); delete nothing more
+    EVICT_SLOWEST = "EvictSlowest"  # cut past the slowest non-required counted groups, as far as needed
+    THROTTLE_PRODUCERS = "ThrottleProducers"  # a producer_byte_rate client quota on the named producers
+
+
+class Producer(Model):
+    """A Kafka client quota entity (KIP-546): a client id, a user (principal name), or both together."""
+
+    model_config = validated(
+        {
+            "rule": "has(self.user) || has(self.clientId)",
+            "message": "a producer names a user, a clientId or both",
+        }
+    )
+
+    user: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description="The user (authenticated principal name) whose connections are throttled.",
+    )
+    client_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description="The client.id whose connections are throttled (with user: that user's client only).",
+    )
+
+    @model_validator(mode="after")
+    def _named(self) -> Producer:
+        if self.user is None and self.client_id is None:
+            raise ValueError("a producer names a user, a clientId or both")
+        return self
+
+
+class Throttle(Model):
+    producers: list[Producer] = Field(
+        min_length=1,
+        max_length=64,
+        description="The producers to throttle while a topic is over budget: Kafka cannot scope a quota to a "
+        "topic, so the quota limits what these clients produce to every topic. Each must be within the "
+        "grant's throttleClientIds or throttleUsers.",
+    )
+    producer_byte_rate: Quantity = Field(
+        description="The quota set: bytes per second each of these clients may produce to each broker "
+        "(Kafka's producer_byte_rate, KIP-13), e.g. 1Mi."
+    )
+
+
+_BUDGET_AGE_RULE = {
+    "rule": f"!has(self.budget) || !has(self.budget.maxAge) || {cel_seconds('budget.maxAge')} >= "
+    f"{cel_seconds('consumedRetention')}",
+    "message": "budget.maxAge must not be shorter than consumedRetention",
+}
+
+
+class Budget(Model):
+    model_config = validated(
+        {
+            "rule": "has(self.maxBytesPerPartition) || has(self.maxAge)",
+            "message": "a budget sets maxBytesPerPartition, maxAge or both",
+        },
+        {
+            "rule": "(self.action == 'ThrottleProducers') == has(self.throttle)",
+            "message": "throttle is set exactly when action is ThrottleProducers",
+        },
+    )
+
+    max_bytes_per_partition: Quantity | None = Field(
+        default=None,
+        description="The most a partition may keep on each broker's disk, from the cut to its end (the "
+        "size DescribeLogDirs reports for its largest replica), e.g. 20Gi.",
+    )
+    max_age: Duration | None = Field(
+        default=None,
+        description="The oldest record a partition may keep (its timestamp, as the time index finds it), "
+        "e.g. 3d; not shorter than consumedRetention.",
+    )
+    action: BudgetAction = Field(
+        default=BudgetAction.ALERT,
+        description="What a run does with a partition still over budget after the consumed cut: Alert "
+        "(report it, delete nothing more; needs Budget in the grant), EvictSlowest (cut past the slowest "
+        "counted groups that are not required, only as far as the budget needs; also needs Evict), "
+        "ThrottleProducers (a client quota on throttle.producers until it is back under budget).",
+    )
+    throttle: Throttle | None = Field(
+        default=None, description="With action ThrottleProducers: whom to throttle, and to what rate."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Budget:
+        if self.max_bytes_per_partition is None and self.max_age is None:
+            raise ValueError("a budget sets maxBytesPerPartition, maxAge or both")
+        if (self.action is BudgetAction.THROTTLE_PRODUCERS) != (self.throttle is not None):
+            raise ValueError("throttle is set exactly when action is ThrottleProducers")
+        return self
+
+
 class RetentionPolicySpec(Model):
     model_config = validated(
         # KIP-68: consumed retention is the shorter level, forced retention the backstop.
@@ -100,6 +206,7 @@ class RetentionPolicySpec(Model):
             "consumedRetention",
             "forcedRetention must not be shorter than consumedRetention",
         ),
+        _BUDGET_AGE_RULE,
         ONE_CLUSTER_RULE,
     )
 
@@ -120,6 +227,21 @@ class RetentionPolicySpec(Model):
     history_limit: int = Field(
         default=3, ge=0, le=100, description="How many of its finished DeleteRecords the policy keeps."
     )
+    budget: Budget | None = Field(
+        default=None,
+        description="A storage budget per partition (Pulsar's backlog quota): what a run does when a "
+        "partition keeps more bytes or older records than this after the consumed cut. Needs Budget in "
+        "the grant.",
+    )
+
+    @model_validator(mode="after")
+    def _budget_age(self) -> RetentionPolicySpec:
+        # The budget cannot ask for records younger than consumedRetention allows to go (the CEL rule's twin,
+        # for objects that never reach the API server: --policy-file, tests).
+        age = self.budget.max_age if self.budget is not None else None
+        if age is not None and duration_ms(age) < duration_ms(self.consumed_retention):
+            raise ValueError(_BUDGET_AGE_RULE["message"])
+        return self
 
 
 class RunOutcome(StrEnum):
@@ -167,6 +289,32 @@ class LastRun(Observed):
     message: str = Field(default="", description="What the run did, or why it failed.")
 
 
+class ThrottledProducer(Observed):
+    """A client quota Ebb set for the policy's budget: removed when the budget is met, the policy stops
+    asking for it or is deleted, and only while the cluster still has exactly this value (a quota someone
+    changed since is theirs, and left alone)."""
+
+    user: str | None = Field(default=None, description="The quota entity's user, if any.")
+    client_id: str | None = Field(default=None, description="The quota entity's client id, if any.")
+    producer_byte_rate: int = Field(description="The producer_byte_rate Ebb set (bytes per second).")
+    since: str | None = Field(default=None, description="When Ebb set it.")
+
+
+class BudgetStatus(Observed):
+    over_budget_partitions: int = Field(
+        default=0, description="Partitions over budget after the last plan's cuts (evictions included)."
+    )
+    evicted_records: int = Field(
+        default=0,
+        description="Records the last plan's evictions delete before an evicted group read them (planned).",
+    )
+    throttled: list[ThrottledProducer] = Field(
+        default_factory=list,
+        max_length=64,
+        description="The client quotas Ebb has set for this budget (ThrottleProducers) and will remove.",
+    )
+
+
 class RetentionPolicyStatus(Status):
     last_run: LastRun | None = Field(
         default=None, description="The run in progress, or the last one started."
@@ -186,6 +334,9 @@ class RetentionPolicyStatus(Status):
     )
     topic_count: int | None = Field(
         default=None, description="Topics in the plan (topics lists at most 100)."
+    )
+    budget: BudgetStatus | None = Field(
+        default=None, description="spec.budget as the last plan found it, and the quotas Ebb set for it."
     )
 
 

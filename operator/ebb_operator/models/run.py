@@ -15,7 +15,7 @@ from pydantic import Field
 
 from ebb_operator.models.common import Model, Observed
 from ebb_operator.models.delete_records import PartitionOffset
-from ebb_operator.models.plan import PartitionPlan, PlanSummary, TopicPlan
+from ebb_operator.models.plan import Eviction, PartitionPlan, PlanSummary, TopicPlan
 from ebb_operator.models.retention_policy import RetentionPolicySpec
 
 
@@ -53,6 +53,9 @@ class RunPlan(Observed):
     partitions: list[PartitionPlan] = Field(default_factory=list)
     deletes: list[PartitionOffset] = Field(default_factory=list)
     counted_groups: list[str] = Field(default_factory=list)
+    evictions: list[Eviction] = Field(
+        default_factory=list, description="The cuts of `deletes` spec.budget moved past counted groups."
+    )
     deferred_partitions: int = 0
     empty_since: dict[str, int] = Field(default_factory=dict, description="The memory for the next run.")
 

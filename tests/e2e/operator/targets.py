@@ -14,8 +14,13 @@ from harness.kafka import KafkaBroker
 def operator_ebb_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EbbBroker]:
     """One ebb-broker for the operator's tests (tests isolate themselves by topic and group names)."""
     root = tmp_path_factory.mktemp("operator-ebb-broker")
-    # Retention checked every second, as the Apache Kafka harness does: freed bytes show quickly.
-    configs = {"offsets.topic.num.partitions": "4", "log.retention.check.interval.ms": "1000"}
+    # Retention checked every second and client quota rates over 3 windows of 1 s, as the Apache Kafka
+    # harness sets them: freed bytes and a throttled client show quickly.
+    configs = {
+        "offsets.topic.num.partitions": "4",
+        "log.retention.check.interval.ms": "1000",
+        "quota.window.num": "3",
+    }
     broker = EbbBroker(root / "data", configs=configs)
     broker.start()
     yield broker

@@ -174,3 +174,74 @@ def test_an_inline_cluster_is_unrestricted() -> None:
     access.check_delete_records(_dr(guard="None"))
     access.check_retention_policy(_rp(forcedRetention="1h"), ["anything"])
     assert access.may_discount("any-group")
+
+
+def _budget(**budget: Any) -> RetentionPolicySpec:
+    return _rp(budget={"maxBytesPerPartition": "20Gi", **budget})
+
+
+THROTTLING = KafkaClusterSpec.model_validate(
+    {
+        "bootstrapServers": "kafka:9092",
+        "access": [
+            {"namespaces": ["team-a"], "topics": ["orders.*"], "allow": ["Budget"],
+             "throttleClientIds": ["orders-.*"]},
+            {"namespaces": ["team-a"], "topics": ["orders.*"], "allow": ["Evict"],
+             "throttleUsers": ["svc-a"]},
+            {"namespaces": ["team-b"], "topics": ["billing"], "allow": ["Budget"]},
+        ],
+    }
+)  # fmt: skip
+THROTTLE = {"action": "ThrottleProducers", "throttle": {"producerByteRate": "1Mi"}}
+
+
+def test_a_budget_needs_budget_and_eviction_also_evict() -> None:
+    plain = access_for("shared", CLUSTER, "team-a", {})
+    with pytest.raises(Forbidden, match=r"^spec.budget needs Budget in the grant of namespace team-a"):
+        plain.check_retention_policy(_budget(), ["orders"])
+    only_budget = access_for("shared", THROTTLING, "team-b", {})
+    only_budget.check_retention_policy(_rp(topics={"include": ["billing"]}, budget={"maxAge": "3d"}))
+    with pytest.raises(Forbidden, match=r"spec.budget.action 'EvictSlowest' needs Evict in the grant"):
+        only_budget.check_retention_policy(_budget(action="EvictSlowest"))
+    access_for("shared", THROTTLING, "team-a", {}).check_retention_policy(_budget(action="EvictSlowest"))
+
+
+@pytest.mark.parametrize(
+    ("producer", "refusal"),
+    [
+        ({"clientId": "orders-writer"}, None),
+        ({"user": "svc-a"}, None),
+        ({"user": "svc-a", "clientId": "orders-1"}, None),
+        (
+            {"clientId": "billing-writer"},
+            r"spec.budget.throttle.producers\[0\].clientId 'billing-writer': outside the clientIds namespace "
+            r"team-a on KafkaCluster shared may throttle \(orders-.\*; spec.access\[\].throttleClientIds\)",
+        ),
+        ({"user": "svc-a", "clientId": "other"}, r"producers\[0\].clientId 'other': outside"),
+        ({"user": "svc-b"}, r"producers\[0\].user 'svc-b': outside the users .* \(svc-a; .*throttleUsers\)"),
+    ],
+)
+def test_throttle_producers_reaches_only_the_client_ids_and_users_the_grant_names(
+    producer: dict[str, str], refusal: str | None
+) -> None:
+    access = access_for("shared", THROTTLING, "team-a", {})
+    spec = _budget(**THROTTLE | {"throttle": {"producerByteRate": "1Mi", "producers": [producer]}})
+    if refusal is None:
+        access.check_retention_policy(spec)
+    else:
+        with pytest.raises(Forbidden, match=refusal):
+            access.check_retention_policy(spec)
+    nobody = access_for("shared", THROTTLING, "team-b", {})  # a grant without throttle lists throttles no one
+    with pytest.raises(Forbidden, match=r"\(none; spec.access\[\].throttle"):
+        nobody.check_retention_policy(
+            spec.model_copy(update={"topics": _rp(topics={"include": ["billing"]}).topics})
+        )
+
+
+def test_a_delete_records_that_evicts_needs_evict() -> None:
+    evicting = _dr(
+        guard="ConsumedBy", consumedBy=["a"], evicted=[{"topic": "orders", "partition": 0, "groups": ["a"]}]
+    )
+    with pytest.raises(Forbidden, match=r"^spec.evicted needs Evict in the grant of namespace team-a"):
+        access_for("shared", CLUSTER, "team-a", {}).check_delete_records(evicting)
+    access_for("shared", THROTTLING, "team-a", {}).check_delete_records(evicting)

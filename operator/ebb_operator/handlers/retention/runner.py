@@ -25,8 +25,10 @@ import kopf
 from pydantic import ValidationError
 
 from ebb_operator import kube, metrics
+from ebb_operator.access import Forbidden
 from ebb_operator.handlers import cluster
 from ebb_operator.handlers.errors import DeleteFailed
+from ebb_operator.handlers.retention.budget import PolicyBudget
 from ebb_operator.handlers.retention.engines import (
     AnalysisEngine,
     LocalEngine,
@@ -42,6 +44,7 @@ from ebb_operator.models.delete_records import (
     TERMINAL_PHASES,
     DeleteRecordsSpec,
     DeleteRecordsStatus,
+    EvictedGroups,
     Guard,
     Phase,
 )
@@ -73,6 +76,8 @@ def _render(status: RetentionPolicyStatus) -> dict[str, Any]:
     for key, run in (("lastRun", status.last_run), ("lastCompletedRun", status.last_completed_run)):
         if run is not None:
             body[key] = run.model_dump(by_alias=True, mode="json")
+    # ...and the budget whole, or null when the policy has none left (its quota list must shrink).
+    body["budget"] = status.budget.model_dump(by_alias=True, mode="json") if status.budget else None
     return body
 
 
@@ -113,14 +118,20 @@ def describe(progress: RunProgress) -> str:
 def delete_records_object(
     policy: kopf.Body, spec: RetentionPolicySpec, plan: RunPlan, owner: dict[str, Any], labels: dict[str, str]
 ) -> dict[str, Any]:
-    """The run's DeleteRecords: the plan's cuts, guarded by the groups the plan counted."""
+    """The run's DeleteRecords: the plan's cuts, guarded by the groups the plan counted, except where the
+    budget evicted some of them (`evicted`: those groups on those partitions only)."""
     guard = Guard.CONSUMED_BY if plan.counted_groups else Guard.CONSUMED
+    evicted = [
+        EvictedGroups(topic=e.topic, partition=e.partition, groups=[g.group for g in e.groups])
+        for e in plan.evictions
+    ]
     dr = DeleteRecordsSpec(
         cluster_ref=spec.cluster_ref,
         cluster=spec.cluster,
         partitions=plan.deletes,
         guard=guard,
         consumed_by=plan.counted_groups,
+        evicted=evicted if guard is Guard.CONSUMED_BY else [],
     )
     return {
         "apiVersion": DELETE_RECORDS.api_version,
@@ -146,6 +157,7 @@ class PolicyRunner:
         self.labels = {kube.POLICY_LABEL: self.name[:63]}
         self._plan: RunPlan | None = None  # the current run's plan, once the analysis handed it back
         self._limiting: set[tuple[str, str]] = set()  # (topic, group) series of the limiting-lag gauges
+        self.budget = PolicyBudget(rt, self.out)  # spec.budget: its condition, Events and client quotas
 
     @property
     def status(self) -> RetentionPolicyStatus:
@@ -314,13 +326,18 @@ class PolicyRunner:
         target = await cluster.resolve(rt, self.namespace, spec.cluster_ref, spec.cluster)
         metadata = await rt.admins.call(target.connection, lambda a: a.metadata())
         matched = await asyncio.to_thread(spec.topics.select, metadata.topics)
-        # Forbidden: nothing was sent to Kafka.
-        await asyncio.to_thread(target.access.check_retention_policy, spec, matched)
+        # Forbidden: nothing was sent to Kafka (but quotas Ebb set for a budget no longer allowed go).
+        try:
+            await asyncio.to_thread(target.access.check_retention_policy, spec, matched)
+        except Forbidden:
+            await self.budget.lift(target)
+            raise
         self._matched(bool(matched))
         if not matched:
             self._plan = RunPlan(
                 policy=f"{self.namespace}/{self.name}", run_id=last.id, now_ms=0, summary=PlanSummary()
             )
+            await self.budget.after_plan(spec, self._plan, target)
             last.outcome = RunOutcome.NOTHING_TO_DELETE
             return Reason.NOTHING_TO_DELETE, "no topic matches spec.topics"
         forced: ForcedRetention | None = None
@@ -353,9 +370,11 @@ class PolicyRunner:
         plan = await (await self._engine(spec, last)).run(request)
         await asyncio.to_thread(self._save_empty_groups, plan.empty_since)
         self._plan = plan  # recorded with the run's outcome: status shows one run's plan and outcome
+        budget = await self.budget.after_plan(spec, plan, target)
         summary = plan.summary
         held = f"{summary.held_partitions} partitions held"
         forced_note = f"; {forced.describe(spec.dry_run)}" if forced and forced.changes else ""
+        forced_note += f"; budget: {budget}" if budget else ""
         if spec.dry_run:
             last.outcome = RunOutcome.SUCCEEDED
             message = (
@@ -385,6 +404,8 @@ class PolicyRunner:
         """Follow the run's DeleteRecords to its end: the run's outcome."""
         await self.out.write(ConditionStatus.UNKNOWN, Reason.DELETING, f"waiting for DeleteRecords {name}")
         done = await self._follow(name)
+        if self._plan is not None:
+            self.budget.count_evicted(self._plan, done)
         if done.phase is Phase.SUCCEEDED:
             last.outcome = RunOutcome.SUCCEEDED
             message = f"deleted {done.deleted_records or 0} records via DeleteRecords {name} ({note})"

@@ -50,3 +50,18 @@ def test_consumed_by_looks_only_at_the_named_groups() -> None:
         T0: [],
         T1: ["audit (no committed offset)"],
     }
+
+
+def test_a_group_a_budget_evicted_is_not_waited_for_on_that_partition_only() -> None:
+    """EvictSlowest's cut passes billing's commit on orders-0 on purpose: the guard lets that go, and still
+    waits for billing on orders-1 and for every other named group on orders-0."""
+    targets = {T0: 101, T1: 20}
+    evicted = {T0: ["billing"]}
+    assert blocking_groups(targets, COMMITS, {}, only=["billing", "audit"], exempt=evicted) == {
+        T0: ["audit (committed 100)"],
+        T1: ["audit (no committed offset)", "billing (committed 10)"],
+    }
+    # The exemption names groups, not positions: a group the budget did not evict is never excused.
+    assert blocking_groups({T0: 50}, COMMITS, {}, only=["billing"], exempt={T0: ["audit"]}) == {
+        T0: ["billing (committed 40)"]
+    }

@@ -13,6 +13,7 @@ from ebb_operator.models.common import (
     TopicSelector,
     duration_ms,
     parse_duration,
+    parse_quantity,
     set_condition,
 )
 
@@ -64,3 +65,17 @@ def test_topic_selector_matches_whole_names() -> None:
 def test_regexes_outside_re2_are_refused(regex: str) -> None:
     with pytest.raises(ValidationError, match="regex"):
         TopicSelector(include=[regex])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("1048576", 2**20), ("20Gi", 20 * 2**30), ("512Mi", 512 * 2**20), ("3k", 3_000), ("2T", 2 * 10**12)],
+)
+def test_quantities_parse_as_kubernetes_writes_them(text: str, expected: int) -> None:
+    assert parse_quantity(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0", "20GB", "1.5Gi", "-1", "", "20 Gi", "Gi"])
+def test_bad_quantities_are_refused_with_the_accepted_form(text: str) -> None:
+    with pytest.raises(ValueError, match="a positive whole number with an optional suffix Ki, Mi, Gi"):
+        parse_quantity(text)

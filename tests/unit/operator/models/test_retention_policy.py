@@ -1,11 +1,12 @@
-"""The RetentionPolicy model: defaults and required fields."""
+"""The RetentionPolicy model: defaults, required fields, and budgets that cannot work."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
-from ebb_operator.models.retention_policy import Engine, RetentionPolicySpec
+from ebb_operator.analysis.policy import AnalysisPolicy, BudgetRule
+from ebb_operator.models.retention_policy import BudgetAction, Engine, RetentionPolicySpec
 
 
 def test_retention_policy_defaults() -> None:
@@ -31,3 +32,68 @@ def test_an_interval_below_the_minimum_is_refused_naming_the_rule(interval: str)
         {"topics": {"include": ["t"]}, "consumedRetention": "1h", "schedule": {"interval": "1m"}}
     )
     assert spec.schedule.interval == "1m"
+
+
+def _budget(budget: dict[str, object], consumed: str = "1h") -> RetentionPolicySpec:
+    return RetentionPolicySpec.model_validate(
+        {"topics": {"include": ["t"]}, "consumedRetention": consumed, "budget": budget}
+    )
+
+
+def test_a_budget_parses_quantities_and_durations_and_alerts_by_default() -> None:
+    budget = _budget({"maxBytesPerPartition": "20Gi", "maxAge": "3d"}).budget
+    assert budget is not None and budget.action is BudgetAction.ALERT
+    policy = AnalysisPolicy.from_spec(
+        "ns", "rp", None, _budget({"maxBytesPerPartition": "20Gi", "maxAge": "3d"})
+    )
+    assert policy.budget == BudgetRule(max_bytes=20 * 2**30, max_age_ms=3 * 86_400_000)
+
+
+@pytest.mark.parametrize(
+    ("budget", "consumed", "message"),
+    [
+        ({"action": "Alert"}, "1h", "a budget sets maxBytesPerPartition, maxAge or both"),
+        ({"maxAge": "30m"}, "1h", "budget.maxAge must not be shorter than consumedRetention"),
+        ({"maxBytesPerPartition": "20GB"}, "1h", "String should match pattern"),
+        ({"maxBytesPerPartition": "0"}, "1h", "String should match pattern"),
+        ({"maxAge": "3d", "action": "ThrottleProducers"}, "1h", "throttle is set exactly when action is"),
+        (
+            {"maxAge": "3d", "throttle": {"producers": [{"clientId": "w"}], "producerByteRate": "1Mi"}},
+            "1h",
+            "throttle is set exactly when action is ThrottleProducers",
+        ),
+        (
+            {
+                "maxAge": "3d",
+                "action": "ThrottleProducers",
+                "throttle": {"producers": [{}], "producerByteRate": "1Mi"},
+            },
+            "1h",
+            "a producer names a user, a clientId or both",
+        ),
+        (
+            {
+                "maxAge": "3d",
+                "action": "ThrottleProducers",
+                "throttle": {"producers": [], "producerByteRate": "1Mi"},
+            },
+            "1h",
+            "at least 1 item",
+        ),
+    ],
+    ids=[
+        "empty",
+        "age-below-consumed",
+        "unit",
+        "zero",
+        "throttle-missing",
+        "throttle-stray",
+        "nobody",
+        "none",
+    ],
+)
+def test_a_budget_that_cannot_work_is_refused_naming_the_rule(
+    budget: dict[str, object], consumed: str, message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message):
+        _budget(budget, consumed)
