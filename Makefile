@@ -44,7 +44,7 @@ test-fast: venv
 
 # Two pytest runs side by side, balanced by their measured times: tools/run_tests.py.
 test: venv lint $(TEST_PREREQS)
-	@echo "==> running every test tier (unit+compat+spark+k8s beside e2e+cluster)"
+	@echo "==> running every test tier (unit+compat+spark+cluster beside k8s+e2e)"
 	$(PY) -m tools.run_tests
 
 bench: venv
