@@ -10,6 +10,7 @@ refused with reason Forbidden naming the rule, and tenant B's topics stay byte f
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from collections.abc import Iterator
@@ -201,6 +202,12 @@ def _dr(cluster: str, topic: str, offset: int = -1, **extra: Any) -> dict[str, A
     }
 
 
+def _event_reasons(t: Tenancy, name: str) -> set[str]:
+    """The reasons of the Events of tenant A's object `name`."""
+    listing = t.cp.kubectl_json("get", "events", "-n", t.a, "--field-selector", f"involvedObject.name={name}")
+    return {e["reason"] for e in listing["items"]}
+
+
 def test_a_tenant_acts_only_inside_its_grant_and_never_touches_another_tenants_topics(
     tenancy: Tenancy,
 ) -> None:
@@ -269,10 +276,14 @@ def test_a_tenant_acts_only_inside_its_grant_and_never_touches_another_tenants_t
         ready = t.ready(t.a, plurals[kind], name)
         assert (ready["status"], ready["reason"]) == ("False", "Forbidden"), (name, ready)
         assert re.search(message, ready["message"]), (name, ready["message"])
-        events = t.cp.kubectl_json(
-            "get", "events", "-n", t.a, "--field-selector", f"involvedObject.name={name}"
+        # The Event follows the status write: kopf posts Events from a queue of its own.
+        wait_until(
+            f"a Forbidden Event of {name}",
+            functools.partial(_event_reasons, t, name),
+            30,
+            until=lambda reasons: "Forbidden" in reasons,
+            interval=0.3,
         )
-        assert "Forbidden" in {e["reason"] for e in events["items"]}, name
     assert t.b_state() == before, "a refused object changed tenant B's topics"
 
     # What A may do, it does: a DeleteRecords on its own topic (guard Consumed: nobody reads it).
