@@ -441,7 +441,10 @@ class KafkaPythonClient:
             group_id=group,
             auto_offset_reset=reset,
             enable_auto_commit=False,
-            session_timeout_ms=10000,
+            # kafka-python heartbeats from a thread of its own; on a loaded 2-core machine it was starved
+            # for over 10 s and the member expired while the test polled it (its LeaveGroup was answered
+            # UNKNOWN_MEMBER_ID). A member that leaves still rebalances the group at once.
+            session_timeout_ms=30000,
             heartbeat_interval_ms=500,
             metadata_max_age_ms=1000,
             **self.sec,
