@@ -19,6 +19,9 @@ disk consumed retention saves.
 5. retention: producers and consumers at different rates over simulated days; bytes on disk under time
    retention alone vs under a RetentionPolicy (plan computed by the real compute_plan every run) vs the
    minimum that must be kept (bytes some counted group has not read); unconsumed records deleted must be 0.
+6. budget: one partition over simulated days with a group dead from day 2, under time retention, a
+   RetentionPolicy without a budget and one with spec.budget EvictSlowest: bytes on disk (whole segments)
+   and the records deleted unread, ground truth next to what the plans' evictions reported.
 """
 
 from __future__ import annotations
@@ -48,9 +51,10 @@ from bench.report import emit
 from ebb_operator.analysis import plan as P
 from ebb_operator.analysis.catalog import COMMITS_ARROW_SCHEMA
 from ebb_operator.analysis.offsets_records import decode_row
-from ebb_operator.analysis.policy import AnalysisPolicy
+from ebb_operator.analysis.policy import AnalysisPolicy, BudgetRule
 from ebb_operator.analysis.session import spark_session
 from ebb_operator.analysis.snapshot import GroupState, PartitionState, Snapshot, TopicState
+from ebb_operator.models.retention_policy import BudgetAction
 
 PARTS_PER_TOPIC, GROUPS = 10, 1_000
 HW, LOG_START = 1_000_000, 1_000
@@ -292,6 +296,77 @@ def bench_retention(spark: SparkSession) -> list[dict[str, Any]]:
     return rows
 
 
+# -- budget simulation ---------------------------------------------------------------------------------
+
+BUDGET_RATE = 60  # records per minute, one partition
+SEGMENT_RECORDS = 6 * 60 * BUDGET_RATE  # a segment holds 6 hours; brokers free whole segments
+BUDGET_BYTES = 24 * 60 * BUDGET_RATE * RECORD_BYTES  # maxBytesPerPartition: a day of records
+DEAD_FROM_MIN = 2 * 1440  # the `batch` group stops reading on day 2 and never comes back
+
+
+def _on_disk(produced: int, log_start: int) -> int:
+    """Bytes a broker keeps: from the start of the segment holding the log start."""
+    return (produced - log_start + log_start % SEGMENT_RECORDS) * RECORD_BYTES
+
+
+def _budget_case(
+    spark: SparkSession, label: str, budget: BudgetRule | None, time_days: int | None
+) -> dict[str, Any]:
+    """One partition, `live` keeping up two minutes behind and `batch` dead from day 2, for DAYS days: the
+    broker's time retention (`time_days`), or a RetentionPolicy (1h consumed, every 4h, with `budget`)
+    with a 7-day retention.ms behind it. Ground truth: the records deleted below `batch`'s commit."""
+    policy = AnalysisPolicy(
+        namespace="sim", name="sim", consumed_retention_ms=HOUR, topics_include=(".*",), budget=budget
+    )
+    log_start, reported, peak, peak_after_run, total, samples = 0, 0, 0, 0, 0, 0
+    for m in range(0, DAYS * 1440 + 1, 10):
+        produced, now = BUDGET_RATE * m, NOW + m * MINUTE
+        positions = {"live": BUDGET_RATE * max(0, m - 2), "batch": BUDGET_RATE * min(m, DEAD_FROM_MIN)}
+        ran = time_days is None and m % RUN_EVERY_MIN == 0 and m > 0
+        if ran:
+            offsets = [(g, "events", 0, pos, now) for g, pos in positions.items()]
+            state = PartitionState(
+                "events", 0, log_start, produced, _on_disk(produced, log_start),
+                BUDGET_RATE * max(0, m - HOUR // MINUTE), None,
+                age_offset=produced,  # no maxAge here: bytes only
+            )  # fmt: skip
+            snapshot = Snapshot(now, [state], [TopicState("events", "delete", None)])
+            result = P.plan_from_offsets(
+                spark.createDataFrame(offsets, P.OFFSETS_SCHEMA), snapshot, policy, now
+            )
+            for r in result.partitions:
+                if r.delete_before is not None:
+                    log_start = max(log_start, r.delete_before)
+            reported += sum(g.records for e in result.evictions for g in e.groups if g.group == "batch")
+        backstop = 7 if time_days is None else time_days  # retention.ms, applied by the broker
+        log_start = max(log_start, min(produced, BUDGET_RATE * (m - backstop * 1440)))
+        disk = _on_disk(produced, log_start)
+        peak = max(peak, disk)
+        if ran:
+            peak_after_run = max(peak_after_run, disk)
+        total += disk
+        samples += 1
+    truth = max(0, log_start - positions["batch"])  # log starts only grow; batch's commit stopped on day 2
+    return {
+        "retention": label,
+        "avg_MiB_on_disk": total / samples / 2**20,
+        "max_MiB_on_disk": peak / 2**20,
+        "max_MiB_after_a_run": peak_after_run / 2**20 if time_days is None else "",
+        "unread_records_deleted": truth,
+        "unread_reported_by_the_plan": reported if budget is not None else "",
+    }
+
+
+def bench_budget(spark: SparkSession) -> list[dict[str, Any]]:
+    evict = BudgetRule(max_bytes=BUDGET_BYTES, max_age_ms=None, action=BudgetAction.EVICT_SLOWEST)
+    return [
+        _budget_case(spark, "time retention 7d", None, 7),
+        _budget_case(spark, "time retention 1d", None, 1),
+        _budget_case(spark, "RetentionPolicy, no budget (+ 7d)", None, None),
+        _budget_case(spark, "RetentionPolicy, budget 1 day EvictSlowest (+ 7d)", evict, None),
+    ]
+
+
 # -- the whole job against Apache Kafka ----------------------------------------------------------------
 
 
@@ -422,6 +497,15 @@ def _small_cases(work: Path) -> None:
             bench_retention(spark),
             notes=f"{DAYS} simulated days, 3 topics, 5 groups (one daily batch reader, one 2-day outage); "
             "bytes sampled every 10 simulated minutes; record-level cuts (brokers free whole segments).",
+        )
+        emit(
+            "analysis_budget",
+            bench_budget(spark),
+            notes=f"{DAYS} simulated days, one partition at {BUDGET_RATE} records/min of {RECORD_BYTES} B, "
+            f"{SEGMENT_RECORDS // BUDGET_RATE // 60}h segments; group `live` keeps up, `batch` stops on "
+            f"day 2; budget maxBytesPerPartition {BUDGET_BYTES / 2**20:.1f} MiB, runs every "
+            f"{RUN_EVERY_MIN // 60}h. "
+            "unread_records_deleted: ground truth (records deleted below batch's commit).",
         )
     finally:
         spark.stop()
