@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 import time
 from collections.abc import Iterable
@@ -299,11 +300,26 @@ def wait_seconds(retry: int) -> float:
 EXECUTE = "deleterecords-execute"
 
 
+# Requests being run by this process now, by uid: by kopf's create handler or by the timer resuming one
+# (only the leader runs either, so the process is the whole picture).
+_running: set[str] = set()
+# A request kopf should have run by now (its last attempt was due this long ago, or kopf recorded nothing
+# on it since its creation this long ago) and that no handler of this process runs is resumed by the timer.
+STALLED_AFTER_SECONDS = 60.0
+
+
 @kopf.on.create(GROUP, VERSION, CRD.plural, id=EXECUTE)
 @metrics.reconciles(KIND)
 async def deleterecords_create(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> None:
     """Run the request once; on an operator restart mid-run, kopf calls this again and it resumes."""
-    await _run(runtime(memo), body, retry)
+    uid = str(body.metadata.uid)
+    if uid in _running:  # the timer is resuming it: kopf calls again later, with what that run wrote
+        raise kopf.TemporaryError("being resumed", delay=5)
+    _running.add(uid)
+    try:
+        await _run(runtime(memo), body, retry)
+    finally:
+        _running.discard(uid)
 
 
 async def _run(rt: Runtime, body: kopf.Body, retry: int) -> None:
@@ -325,15 +341,40 @@ async def _run(rt: Runtime, body: kopf.Body, retry: int) -> None:
     await _execute(rt, out, spec, target.connection)
 
 
-def handled_but_unfinished(body: kopf.Body) -> bool:
-    """kopf recorded the creation as handled (it will not call the create handler again), with no attempt
-    of it pending, yet the status is not final: another writer put an older view over the final status.
-    An operator of a release without leader election, running beside this one while a rollout replaces
-    it, does that: it was still retrying the request when this one finished it."""
-    annotations = body.metadata.annotations
-    if HANDLED_ANNOTATION not in annotations or f"{ANNOTATION_PREFIX}/{EXECUTE}" in annotations:
+def _due_at(body: kopf.Body) -> datetime:
+    """When kopf was last due to run the create handler: its recorded attempt's delay or start, else the
+    object's creation."""
+    recorded = body.metadata.annotations.get(f"{ANNOTATION_PREFIX}/{EXECUTE}")
+    when = body.metadata.creation_timestamp
+    if recorded:
+        try:
+            attempt = json.loads(recorded)
+            when = attempt.get("delayed") or attempt.get("started") or when
+        except ValueError:
+            pass
+    if not when:
+        return datetime.now(UTC)
+    return datetime.fromisoformat(str(when).replace("Z", "+00:00"))
+
+
+def stalled(body: kopf.Body, now: datetime | None = None) -> bool:
+    """A request whose status is not final that nothing will run: the timer finishes it, from what its
+    status records (level-triggered, as a reconcile is; the cut is idempotent, KIP-107).
+
+    - kopf recorded the creation as handled (it never calls the create handler again), yet the status is
+      not final: another writer put an older view over it. An operator of a release without leader
+      election, running beside this one while a rollout replaces it, does that: it was still retrying
+      the request when this one finished it.
+    - Or kopf's attempt was due over STALLED_AFTER_SECONDS ago (or kopf recorded nothing on it since its
+      creation that long ago) and no handler of this process runs it: an attempt a leader scheduled
+      before it stopped, which its successor did not take up."""
+    if (body.get("status") or {}).get("phase") in TERMINAL_PHASES or str(body.metadata.uid) in _running:
         return False
-    return (body.get("status") or {}).get("phase") not in TERMINAL_PHASES
+    annotations = body.metadata.annotations
+    if HANDLED_ANNOTATION in annotations:
+        return f"{ANNOTATION_PREFIX}/{EXECUTE}" not in annotations
+    waited = ((now or datetime.now(UTC)) - _due_at(body)).total_seconds()
+    return waited > STALLED_AFTER_SECONDS
 
 
 async def _execute(
@@ -432,15 +473,15 @@ async def measure_reclaimed(rt: Runtime, body: kopf.Body) -> None:
 
 async def deleterecords_reclaimed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """Registered as a timer by handlers.register (its interval is an operator setting). It also finishes a
-    request whose final status another writer overwrote (`handled_but_unfinished`), from what that status
-    still records: level-triggered, as a reconcile is; a failure is tried again at the next tick."""
-    if handled_but_unfinished(body):
-        log.info(
-            "DeleteRecords %s/%s: handled but not finished; resuming",
-            body.metadata.namespace,
-            body.metadata.name,
-        )
-        await _run(runtime(memo), body, retry=0)
+    request nothing else will (`stalled`); a failure is tried again at the next tick."""
+    if stalled(body):
+        uid = str(body.metadata.uid)
+        log.info("DeleteRecords %s/%s: not finished; resuming", body.metadata.namespace, body.metadata.name)
+        _running.add(uid)
+        try:
+            await _run(runtime(memo), body, retry=0)
+        finally:
+            _running.discard(uid)
         return
     try:
         await measure_reclaimed(runtime(memo), body)

@@ -3,9 +3,13 @@ run's partitions make its outcome."""
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+
+import kopf
 import pytest
 
-from ebb_operator.handlers.delete_records import _finish, plan_partitions, refuse
+from ebb_operator.handlers.delete_records import _finish, _running, plan_partitions, refuse, stalled
 from ebb_operator.kafka import (
     KafkaFailure,
     TopicPartition,
@@ -96,3 +100,66 @@ def test_a_refusal_survives_a_restart_of_the_operator() -> None:
     reread = DeleteRecordsStatus.model_validate(written)  # partition 1 was still pending: refused now
     refuse(reread.partitions[1], ["audit (no committed offset)"])
     assert _finish(reread).reason is Reason.GUARD_REFUSED
+
+
+# ---- a request nothing else will finish -----------------------------------------------------------------
+
+NOW = datetime(2026, 11, 27, 18, 30, tzinfo=UTC)
+
+
+def _request(
+    phase: str | None, annotations: dict[str, str], created: str = "2026-11-27T18:00:00Z"
+) -> kopf.Body:
+    return kopf.Body(
+        {
+            "metadata": {"uid": "u-1", "creationTimestamp": created, "annotations": annotations},
+            "spec": {},
+            "status": {"phase": phase} if phase else {},
+        }
+    )
+
+
+def _attempt(**fields: object) -> dict[str, str]:
+    return {"ebb.dev/deleterecords-execute": json.dumps({"purpose": "create", "retries": 2, **fields})}
+
+
+HANDLED = {"ebb.dev/last-handled-configuration": '{"spec": {}}'}
+
+
+@pytest.mark.parametrize(
+    ("phase", "annotations", "created", "expected"),
+    [
+        # kopf recorded the creation as handled, and an older writer's Pending is over the final status
+        ("Pending", HANDLED, "2026-11-27T18:29:59Z", True),
+        ("Succeeded", HANDLED, "2026-11-27T18:00:00Z", False),
+        ("Failed", {}, "2026-11-27T18:00:00Z", False),
+        # a retry kopf scheduled: not yet due, due a moment ago, due long ago and never taken up
+        ("Pending", _attempt(delayed="2026-11-27T18:31:00+00:00"), "2026-11-27T18:00:00Z", False),
+        ("Pending", _attempt(delayed="2026-11-27T18:29:30+00:00"), "2026-11-27T18:00:00Z", False),
+        ("Pending", _attempt(delayed="2026-11-27T18:27:39+00:00"), "2026-11-27T18:00:00Z", True),
+        # handled, with an attempt recorded again since: kopf's, not the timer's
+        (
+            "Running",
+            {**HANDLED, **_attempt(delayed="2026-11-27T18:29:50+00:00")},
+            "2026-11-27T18:00:00Z",
+            False,
+        ),
+        # nothing recorded: a new request kopf is about to run, or one it never took up
+        (None, {}, "2026-11-27T18:29:40Z", False),
+        (None, {}, "2026-11-27T18:20:00Z", True),
+    ],
+)
+def test_a_request_is_resumed_by_the_timer_only_when_nothing_else_will_finish_it(
+    phase: str | None, annotations: dict[str, str], created: str, expected: bool
+) -> None:
+    assert stalled(_request(phase, annotations, created), NOW) is expected
+
+
+def test_a_request_this_process_runs_is_never_resumed_beside_it() -> None:
+    body = _request("Pending", _attempt(delayed="2026-11-27T18:00:00+00:00"))
+    _running.add("u-1")
+    try:
+        assert not stalled(body, NOW)
+    finally:
+        _running.discard("u-1")
+    assert stalled(body, NOW)
