@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from harness.bounded import wait_until
 from harness.ports import free_port
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, produce, unique
 from tests.k8s.operator.operator_k8s import Objects, OperatorProcess, ready
@@ -211,13 +212,18 @@ def test_restart_mid_run_resumes_the_recorded_plan_without_a_second_deletion(
     assert obj["status"]["deletedRecords"] == 20
     assert log_start(kafka_bootstrap, topic, 0) == 20
 
+    def deleted_events() -> int:
+        return sum(1 for e in objects.events("resume") if e["reason"] == "RecordsDeleted")
+
+    # kopf posts Events from a queue of its own, after the status write: the kill waits for it.
+    wait_until("the RecordsDeleted Event", deleted_events, 30, interval=0.3)
     # Executed once: a killed and restarted operator never runs a finished request again.
     operator.kill()
     produce(kafka_bootstrap, topic, {0: 5})
     start_operator(EBB_POD_NAME="operator-pod")
     objects.wait("deleterecords", "resume", lambda o: True)
     assert log_start(kafka_bootstrap, topic, 0) == 20
-    assert sum(1 for e in objects.events("resume") if e["reason"] == "RecordsDeleted") == 1
+    assert deleted_events() == 1
 
 
 def test_cluster_secret_is_read_and_a_missing_one_is_waited_for(
