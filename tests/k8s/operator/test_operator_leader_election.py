@@ -75,10 +75,22 @@ def _all_succeeded(objects: Objects, names: list[str], timeout: float = 90) -> N
         time.sleep(0.3)
 
 
+def _succeeded(objects: Objects) -> set[str]:
+    items = objects.cp.kubectl_json("get", "-n", objects.namespace, "deleterecords")["items"]
+    return {o["metadata"]["name"] for o in items if o.get("status", {}).get("phase") == "Succeeded"}
+
+
 def _check_done_once(
-    objects: Objects, broker: EbbBroker, topic: str, names: list[str], before: float
+    objects: Objects,
+    broker: EbbBroker,
+    topic: str,
+    names: list[str],
+    before: float,
+    finished_by_the_killed: frozenset[str] = frozenset(),
 ) -> None:
-    """Each object cut its partition once: one RecordsDeleted, one DeleteRecords request at the broker."""
+    """Each object cut its partition once: one RecordsDeleted, one DeleteRecords request at the broker.
+    An object a leader finished just before its kill -9 may lack its Event: kopf posts Events from a queue
+    after the status write, and Events are best effort in Kubernetes; it never has two."""
     items = objects.cp.kubectl_json("get", "-n", objects.namespace, "deleterecords")["items"]
     by_name = {o["metadata"]["name"]: o for o in items}
 
@@ -88,8 +100,9 @@ def _check_done_once(
         return {name: found.count(name) for name in names}
 
     # kopf posts Events from a queue of its own, after the status write the caller waited for.
+    expected = [name for name in names if name not in finished_by_the_killed]
     posted = wait_until(
-        "a RecordsDeleted Event for each", records_deleted, 30, until=lambda c: all(c.values())
+        "a RecordsDeleted Event for each", records_deleted, 30, until=lambda c: all(c[n] for n in expected)
     )
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": unique("probe")})
     try:
@@ -98,7 +111,7 @@ def _check_done_once(
             assert part["lowWatermark"] == 6, part
             low, _ = consumer.get_watermark_offsets(CkTopicPartition(topic, part["partition"]), timeout=10)
             assert low == 6, (name, low)
-            assert posted[name] == 1, name
+            assert posted[name] == 1 or (posted[name] == 0 and name not in expected), (name, posted[name])
     finally:
         close_within(consumer)
     assert broker_metric(broker, DELETE_REQUESTS, default=0) - before == len(names)
@@ -153,12 +166,14 @@ def test_after_kill_9_of_the_leader_the_other_finishes_the_work(
     objects.wait("deleterecords", names[0], lambda o: bool(o.get("status", {}).get("phase")), timeout=60)
     killed_at = time.monotonic()
     leader.kill()
+    # Read before the follower can lead (the Lease lasts 6 s): what the killed leader finished.
+    finished_by_the_killed = frozenset(_succeeded(objects))
     assert _one_leader([follower]) is follower
     took_over = time.monotonic() - killed_at
     _all_succeeded(objects, names)
     finished = time.monotonic() - killed_at
 
-    _check_done_once(objects, metered_broker, topic, names, before)
+    _check_done_once(objects, metered_broker, topic, names, before, finished_by_the_killed)
     assert _holder(objects) == _identity(follower)
     print(
         f"\ntakeover after kill -9 of the leader: {took_over:.1f} s (lease 6 s); work done: {finished:.1f} s"
