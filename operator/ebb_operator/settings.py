@@ -26,6 +26,8 @@ ENV = {
     "allow_inline_clusters": "EBB_ALLOW_INLINE_CLUSTERS",
     "admin_idle_seconds": "EBB_ADMIN_IDLE_SECONDS",
     "reclaim_poll_seconds": "EBB_RECLAIM_POLL_SECONDS",
+    "local_analysis_runs": "EBB_LOCAL_ANALYSIS_RUNS",
+    "local_analysis_java_options": "EBB_LOCAL_ANALYSIS_JAVA_OPTIONS",
     "retry_backoff_seconds": "EBB_RETENTION_BACKOFF_SECONDS",
     "kafka_request_timeout_seconds": "EBB_KAFKA_REQUEST_TIMEOUT_SECONDS",
     "webhook_port": "EBB_WEBHOOK_PORT",
@@ -76,6 +78,13 @@ class OperatorSettings:
     admin_idle_seconds: float = 300.0
     # How often a finished DeleteRecords looks again at what the brokers have freed (reclaimedBytes).
     reclaim_poll_seconds: float = 30.0
+    # Engine Local: analysis jobs run at once in the operator's pod (each a Spark driver JVM of a few
+    # hundred MiB, up to Spark's 1 GiB heap); further runs wait for a slot, so that many policies due
+    # together cannot exhaust the pod's memory limit and take the operator down with them.
+    local_analysis_runs: int = 1
+    # Engine Local: the driver JVM's options. C1 only: an analysis of a small cluster is mostly JVM start,
+    # and the full JIT costs it about 10 s more CPU than it saves (docs/analysis.md, measured).
+    local_analysis_java_options: str = "-XX:TieredStopAtLevel=1"
     # A failed RetentionPolicy run is tried again after this, doubling per failure in a row (at most the
     # policy's interval).
     retry_backoff_seconds: float = 10.0
@@ -120,7 +129,7 @@ class OperatorSettings:
         values: dict[str, object] = {}
         for name, var in ENV.items():
             raw = env.get(var, "")
-            if raw:
+            if raw or (var in env and name in MAY_BE_EMPTY):
                 values[name] = _parse(var, raw, _KINDS.get(name, str))
         settings = cls(**values)  # type: ignore[arg-type]
         settings.check()
@@ -156,6 +165,14 @@ class OperatorSettings:
         return self.spark_job_namespace or self.namespace
 
 
+# Settings whose empty value means something (no options), not "the default".
+MAY_BE_EMPTY = frozenset({"local_analysis_java_options"})
+
+
+class Count(int):
+    """A setting that counts something (at least 1); `int` settings are port numbers."""
+
+
 _KINDS: dict[str, type] = {
     "resync_seconds": float,
     "poll_seconds": float,
@@ -168,6 +185,7 @@ _KINDS: dict[str, type] = {
     "retry_period_seconds": float,
     "allow_inline_clusters": bool,
     "webhook_port": int,
+    "local_analysis_runs": Count,
     "webhook_managed": bool,
     "leader_election": bool,
     "spark_image_pull_secrets": tuple,
@@ -175,6 +193,10 @@ _KINDS: dict[str, type] = {
 
 
 def _parse(var: str, raw: str, kind: type) -> object:
+    if kind is Count:
+        if not raw.isdigit() or int(raw) < 1:
+            raise SettingsError(f"{var}={raw!r}: expected a whole number of at least 1")
+        return int(raw)
     if kind is int:
         if not raw.isdigit() or not 0 < int(raw) < 65536:
             raise SettingsError(f"{var}={raw!r}: expected a port number (1-65535)")

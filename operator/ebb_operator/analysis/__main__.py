@@ -50,6 +50,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--master",
         help="Spark master (default local[*]; under spark-submit, as in a SparkApplication, its own)",
     )
+    ap.add_argument(
+        "--driver-java-options",
+        help="options of the Spark driver's JVM in local mode (spark.driver.extraJavaOptions; the "
+        "operator's Local engine passes EBB_LOCAL_ANALYSIS_JAVA_OPTIONS)",
+    )
     ap.add_argument("--now-ms", type=int, help="plan as of this time (ms since epoch); default: now")
     ap.add_argument(
         "--max-records-per-split", default="1000000", help="__consumer_offsets records per Spark task"
@@ -123,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_configmap:
         report = Report(args.report_namespace or request.policy.namespace, args.report_configmap, request)
     with phase("starting Spark"):
-        spark = spark_session(master)
+        java = args.driver_java_options
+        spark = spark_session(master, conf={"spark.driver.extraJavaOptions": java} if java else None)
     try:
         with ProgressReporter(spark.sparkContext, report.progress) if report else contextlib.nullcontext():
             result = run_analysis(

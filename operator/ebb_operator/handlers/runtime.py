@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 import kopf
@@ -17,13 +18,15 @@ class Runtime:
     # KafkaCluster name or inline bootstrap -> the cluster id DescribeCluster answered: a cluster's
     # identity, whatever string names it (CompactionConfig ownership is decided per real cluster).
     cluster_ids: dict[str, str] = field(default_factory=dict)
+    # Engine Local's analysis jobs running in this process (settings.local_analysis_runs at most).
+    local_analysis_slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
 
     @classmethod
     def create(cls, settings: OperatorSettings) -> Runtime:
         pool = AdminPool(
             idle_seconds=settings.admin_idle_seconds, request_timeout=settings.kafka_request_timeout_seconds
         )
-        return cls(settings, pool)
+        return cls(settings, pool, local_analysis_slots=asyncio.Semaphore(settings.local_analysis_runs))
 
 
 def runtime(memo: kopf.Memo) -> Runtime:

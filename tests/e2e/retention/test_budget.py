@@ -134,7 +134,7 @@ def test_a_budget_alerts_evicts_or_throttles_a_partition_a_dead_group_keeps_over
     control_plane: ControlPlane,
     k8s_namespace: str,
     kafka_bootstrap: str,
-    start_operator: Callable[[str], OperatorProcess],
+    start_operator: Callable[..., OperatorProcess],
 ) -> None:
     bootstrap, ns, cp = kafka_bootstrap, k8s_namespace, control_plane
     dead, live = unique("dead"), unique("live")
@@ -154,15 +154,15 @@ def test_a_budget_alerts_evicts_or_throttles_a_partition_a_dead_group_keeps_over
             "throttle": {"producers": [{"clientId": who}], "producerByteRate": "1Mi"},
         })  # fmt: skip
 
-    # Four policies, run side by side by one operator (each run starts a Spark session: a round of runs
-    # costs what one does).
+    # Four policies, run side by side by one operator.
     apply_policy(cp, ns, "alert", _policy(bootstrap, alerted, dead, live, {"action": "Alert"}))
     apply_policy(cp, ns, "evict", {
         **_policy(bootstrap, evicted, dead, live, {"action": "EvictSlowest"}), "dryRun": True
     })  # fmt: skip
     apply_policy(cp, ns, "throttle", throttling(throttled, client))
     apply_policy(cp, ns, "throttle-dry", {**throttling(untouched, dry_client), "dryRun": True})
-    operator = start_operator(bootstrap)
+    # Four Local analysis slots (the default is one): a round of runs costs what one does.
+    operator = start_operator(bootstrap, EBB_LOCAL_ANALYSIS_RUNS="4")
 
     # Alert: the consumed cut only, and the Budget condition and an Event say the partition is over.
     alert = _run_after(cp, ns, "alert")

@@ -81,3 +81,11 @@ def test_leader_election_is_on_by_default_with_client_gos_proportions() -> None:
 def test_leader_and_log_settings_that_cannot_work_are_refused(env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
         OperatorSettings.from_env(env)
+
+
+def test_local_analysis_runs_one_at_a_time_with_c1_unless_told_otherwise() -> None:
+    s = OperatorSettings.from_env({})
+    assert (s.local_analysis_runs, s.local_analysis_java_options) == (1, "-XX:TieredStopAtLevel=1")
+    # Set but empty: the JVM's own defaults, not ours.
+    told = OperatorSettings.from_env({"EBB_LOCAL_ANALYSIS_RUNS": "3", "EBB_LOCAL_ANALYSIS_JAVA_OPTIONS": ""})
+    assert (told.local_analysis_runs, told.local_analysis_java_options) == (3, "")

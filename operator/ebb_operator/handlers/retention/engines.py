@@ -57,29 +57,40 @@ def decode_plan(raw: bytes) -> RunPlan:
 
 
 class LocalEngine:
-    """`python -m ebb_operator.analysis` as a subprocess; its log lines go to the operator log."""
+    """`python -m ebb_operator.analysis` as a subprocess; its log lines go to the operator log. At most
+    `settings.local_analysis_runs` run at once (`slots`, shared by every policy); a run that finds them
+    taken says so through `waiting` and starts when one frees."""
 
     engine = Engine.LOCAL
 
-    def __init__(self, label: str) -> None:
+    def __init__(
+        self,
+        label: str,
+        settings: OperatorSettings,
+        slots: asyncio.Semaphore,
+        waiting: Callable[[str], Awaitable[None]],
+    ) -> None:
         self.label = label
+        self.settings = settings
+        self.slots = slots
+        self.waiting = waiting
 
     async def run(self, request: RunRequest) -> RunPlan:
+        if self.slots.locked():
+            runs = self.settings.local_analysis_runs
+            await self.waiting(f"waiting for one of the operator's {runs} Local analysis slots")
+            log.info("run %s of %s waits for a Local analysis slot", request.run_id, self.label)
+        async with self.slots:
+            return await self._run(request)
+
+    async def _run(self, request: RunRequest) -> RunPlan:
         with tempfile.TemporaryDirectory(prefix="ebb-analysis-") as tmp:
             request_file, output = Path(tmp) / "request.json", Path(tmp) / "plan.json"
             # The request holds the cluster's credentials: only the operator's user may read it.
             fd = os.open(request_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write(request.model_dump_json(by_alias=True))
-            argv = [
-                sys.executable,
-                "-m",
-                "ebb_operator.analysis",
-                "--request",
-                str(request_file),
-                "--output",
-                str(output),
-            ]
+            argv = local_job_argv(request_file, output, self.settings)
             log.info("run %s of %s: %s", request.run_id, self.label, " ".join(argv[1:]))
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
@@ -101,6 +112,16 @@ class LocalEngine:
             if code != 0:
                 raise AnalysisFailed(f"analysis job exited {code}: " + " | ".join(tail))
             return decode_plan(output.read_bytes())
+
+
+def local_job_argv(request_file: Path, output: Path, settings: OperatorSettings) -> list[str]:
+    """The Local engine's command line (docs/analysis.md, Running it)."""
+    argv = [sys.executable, "-m", "ebb_operator.analysis"]
+    argv += ["--request", str(request_file), "--output", str(output)]
+    if settings.local_analysis_java_options:
+        # One argument with `=`: argparse takes a separate value that starts with `-` for an option.
+        argv.append(f"--driver-java-options={settings.local_analysis_java_options}")
+    return argv
 
 
 def _main_file() -> str:

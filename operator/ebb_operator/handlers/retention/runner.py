@@ -224,7 +224,13 @@ class PolicyRunner:
 
     async def _engine(self, spec: RetentionPolicySpec, last: LastRun) -> AnalysisEngine:
         if spec.analysis.engine is Engine.LOCAL:
-            return LocalEngine(f"{self.namespace}/{self.name}")
+
+            async def waiting(message: str) -> None:
+                message = f"run {last.id} (Local): {message}"
+                await self.out.write(ConditionStatus.UNKNOWN, Reason.RUNNING, message)
+
+            label = f"{self.namespace}/{self.name}"
+            return LocalEngine(label, self.rt.settings, self.rt.local_analysis_slots, waiting)
         # Where the run lives, recorded before anything is created there: the tenant follows it by name,
         # and an operator that restarts resumes it there.
         last.spark_application = run_name(self._policy_ref, last.id)

@@ -4,7 +4,9 @@ Security `restricted` admits; and the progress the tenant reads in its policy's 
 
 from __future__ import annotations
 
+import asyncio
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +14,8 @@ import pytest
 from ebb_operator.handlers.errors import InvalidSpec
 from ebb_operator.handlers.retention.engines import (
     REQUEST_DIR,
+    LocalEngine,
+    local_job_argv,
     progress_of,
     run_labels,
     run_name,
@@ -19,9 +23,10 @@ from ebb_operator.handlers.retention.engines import (
     spark_application,
 )
 from ebb_operator.handlers.retention.runner import describe
+from ebb_operator.handlers.runtime import Runtime
 from ebb_operator.models.retention_policy import RetentionPolicySpec, RunProgress
-from ebb_operator.models.run import PROGRESS_KEY, PolicyRef
-from ebb_operator.settings import OperatorSettings
+from ebb_operator.models.run import PROGRESS_KEY, PolicyRef, RunPlan, RunRequest
+from ebb_operator.settings import OperatorSettings, SettingsError
 
 SETTINGS = OperatorSettings(image="ebb-operator:2", spark_service_account="ebb-spark-driver")
 POLICY = PolicyRef(namespace="team-a", name="orders", uid="0b9c-uid")
@@ -161,3 +166,63 @@ def test_progress_joins_the_spark_operators_state_and_the_drivers_report() -> No
     assert progress_of({}, {}) == RunProgress(state="NEW", executors=0)
     assert progress_of(app, {PROGRESS_KEY: "{not json"}).stage is None
     assert describe(progress_of({}, {})) == "NEW"
+
+
+class _HeldJobs(LocalEngine):
+    """Engine Local with its job (the Spark subprocess) replaced by one the test ends: what is under test is
+    which runs may start, not the job."""
+
+    started: list[str]
+    release: asyncio.Event
+
+    async def _run(self, request: RunRequest) -> RunPlan:
+        self.started.append(request.run_id)
+        await self.release.wait()
+        return RunPlan.model_construct(run_id=request.run_id)
+
+
+def test_local_runs_beyond_the_operators_slots_wait_and_say_so() -> None:
+    settings = OperatorSettings.from_env({"EBB_LOCAL_ANALYSIS_RUNS": "2"})
+
+    async def scenario() -> None:
+        slots, started, said = Runtime.create(settings).local_analysis_slots, [], []
+        release = asyncio.Event()
+
+        def engine(name: str) -> _HeldJobs:
+            async def waiting(message: str) -> None:
+                said.append((name, message))
+
+            job = _HeldJobs(f"team-a/{name}", settings, slots, waiting)
+            job.started, job.release = started, release
+            return job
+
+        requests = [RunRequest.model_validate({"policy": {"namespace": "team-a", "name": f"p{i}"},
+                     "spec": {"topics": {"include": ["t"]}, "consumedRetention": "1h"}, "runId": f"r{i}",
+                     "bootstrapServers": "kafka:9092"}) for i in range(3)]  # fmt: skip
+        runs = [asyncio.create_task(engine(f"p{i}").run(r)) for i, r in enumerate(requests)]
+        await asyncio.sleep(0.05)
+        assert started == ["r0", "r1"]
+        assert said == [("p2", "waiting for one of the operator's 2 Local analysis slots")]
+        release.set()
+        plans = await asyncio.wait_for(asyncio.gather(*runs), 5)
+        assert started == ["r0", "r1", "r2"] and [p.run_id for p in plans] == ["r0", "r1", "r2"]
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
+def test_local_analysis_slots_are_a_whole_number_of_at_least_one(value: str) -> None:
+    with pytest.raises(SettingsError, match="EBB_LOCAL_ANALYSIS_RUNS"):
+        OperatorSettings.from_env({"EBB_LOCAL_ANALYSIS_RUNS": value})
+
+
+def test_the_local_engines_command_line_is_one_the_job_accepts() -> None:
+    from ebb_operator.analysis.__main__ import parse_args
+
+    for options in ("-XX:TieredStopAtLevel=1", "-Xss4m -XX:+UseSerialGC", ""):
+        settings = OperatorSettings(local_analysis_java_options=options)
+        argv = local_job_argv(Path("/tmp/r.json"), Path("/tmp/p.json"), settings)
+        assert argv[1:3] == ["-m", "ebb_operator.analysis"]
+        args = parse_args(argv[3:])
+        assert (args.request, args.output) == (Path("/tmp/r.json"), Path("/tmp/p.json"))
+        assert args.driver_java_options == (options or None)
