@@ -193,8 +193,10 @@ class PolicyRunner:
                     )
                 await stopped.wait(poll)
                 continue
-            # A changed spec (dryRun flipped, topics edited) runs now rather than at the next interval.
-            changed = ran_generation is not None and ran_generation != self.out.generation
+            # A changed spec (dryRun flipped, topics edited) runs now rather than at the next interval,
+            # also one changed while no operator ran (a restart: the status says which generation it saw).
+            seen = ran_generation if ran_generation is not None else self.status.observed_generation
+            changed = seen is not None and seen != self.out.generation
             wait = (
                 0.0 if changed else due_in(self.status, spec, backoff=self.rt.settings.retry_backoff_seconds)
             )
