@@ -95,6 +95,14 @@ class Reference:
                 out[i] = sorted(found)
         return out
 
+    def above(self, minimum: Mapping[int, int]) -> dict[int, int]:
+        out = {}
+        for i, m in minimum.items():
+            higher = [o for o in self._commits[i].values() if o > m]
+            if higher:
+                out[i] = min(higher)
+        return out
+
     def plan(self) -> PlanResult:
         decisions = decide(
             self.partitions,

@@ -63,6 +63,23 @@ POLICY_LIMITING_LAG_BYTES = Gauge(
     "Bytes (estimated) a group limiting a RetentionPolicy's cut on a topic holds on disk",
     ["namespace", "policy", "topic", "group"],
 )
+POLICY_LIMITING_PINNED_BYTES = Gauge(
+    "ebb_operator_policy_limiting_pinned_bytes",
+    "Bytes (estimated) only this group keeps on a RetentionPolicy's topic: what the cut would free had it "
+    "read everything (status topics[].limiting[].pinnedBytes)",
+    ["namespace", "policy", "topic", "group"],
+)
+POLICY_LIMITING_OLDEST_UNREAD_AGE = Gauge(
+    "ebb_operator_policy_limiting_oldest_unread_age_seconds",
+    "Age, at the policy's last run, of the oldest record a group limiting its cut on a topic has not read",
+    ["namespace", "policy", "topic", "group"],
+)
+UNREAD_RECORDS_DELETED = Counter(
+    "ebb_operator_unread_records_deleted",
+    "Records a counted group of a RetentionPolicy had not read that left the log, by any path, each counted "
+    "once (by one process: read it with increase(); status topics[].unread holds the totals)",
+    ["namespace", "policy", "topic", "group"],
+)
 POLICY_HELD_BY_GROUP = Gauge(
     "ebb_operator_policy_held_partitions_by_group",
     "Partitions the last plan of a RetentionPolicy holds back for a group (not read or committed by it), "

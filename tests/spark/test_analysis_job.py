@@ -103,6 +103,16 @@ def test_job_plans_from_real_commits_and_record_times(
         (topic, 1, 8),
     ]
     assert plan["countedGroups"] == sorted([f"app-{tag}", f"slow-{tag}"])
+    # Who pins the disk: slow alone keeps 5-9 of partition 0 (app is at 15, records from 10 on are young),
+    # app alone keeps 8-9 of partition 1; the oldest record each has not read is two hours old.
+    (entry,) = [t for t in plan["topics"] if t["topic"] == topic]
+    limiting = {g["group"]: g for g in entry["limiting"]}
+    assert {g: (e["lagRecords"], e["pinnedRecords"]) for g, e in limiting.items()} == {
+        f"slow-{tag}": (15, 5),
+        f"app-{tag}": (12, 2),
+    }
+    assert all(e["pinnedBytes"] > 0 for e in limiting.values())
+    assert {e["oldestUnreadAgeSeconds"] for e in limiting.values()} == {2 * HOUR_MS // 1000}
 
     # A policy the CRD would reject fails before touching the cluster, with the field named.
     bad = tmp_path / "bad.yaml"

@@ -166,6 +166,7 @@ def test_spark_feeds_decide_what_the_commits_say(spark: SparkSession, exclusive:
         targets = {i: 60 + i % 3 * 20 for i in every}
         assert names.below(targets) == ref.below(targets)
         assert any(c.required for found in ref.below(targets).values() for c in found)
+        assert names.above(minimum) == ref.above(minimum)
     finally:
         commits.unpersist()
 

@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     from ebb_operator.analysis.progress import ProgressReporter
     from ebb_operator.analysis.session import spark_session
     from ebb_operator.analysis.snapshot import SnapshotError
+    from ebb_operator.analysis.unread import by_topic
 
     # Under spark-submit (a SparkApplication) PythonRunner sets the gateway variables: keep its master.
     master = args.master or (None if "PYSPARK_GATEWAY_PORT" in os.environ else "local[*]")
@@ -138,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                 connection,
                 now_ms,
                 empty_since=request.empty_since,
+                unread_ledger=request.unread_ledger,
                 maxRecordsPerSplit=args.max_records_per_split,
             )
     except (SnapshotError, OffsetsReadError, OffsetsRecordError, CommitsReadError) as e:
@@ -147,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
 
     plan = result.plan
+    unread = by_topic(result.unread.ledger)
+    for t in plan.topics:
+        t.unread, t.unread_count = unread.get(t.topic, ([], 0))
     # One DeleteRecords holds at most its CRD's limit of partitions: the biggest cuts go first, the
     # rest wait for the next run (they are reported as deferred, never silently dropped).
     records = {(p.topic, p.partition): p.records for p in plan.partitions}
@@ -166,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
         evictions=[e for e in plan.evictions if (e.topic, e.partition) in cut],
         deferred_partitions=len(deferred),
         empty_since=result.empty_since,
+        unread_ledger=result.unread.ledger,
+        unread_counted=result.unread.counted,
+        unread_deferred=result.unread.deferred,
     )
     if report is not None:
         report.write({PLAN_KEY: pack_plan(out)})
@@ -176,11 +184,12 @@ def main(argv: list[str] | None = None) -> int:
         elif not args.report_configmap:
             print(text)
     log.info(
-        "planned: %d cuts, %d records, %d bytes; %d partitions held",
+        "planned: %d cuts, %d records, %d bytes; %d partitions held; %d unread records newly lost",
         len(chosen),
         plan.summary.deletable_records,
         plan.summary.reclaimable_bytes,
         plan.summary.held_partitions,
+        sum(c.records for c in result.unread.counted),
     )
     return 0
 

@@ -31,7 +31,7 @@ from typing import NamedTuple, Protocol
 
 from ebb_operator.analysis.policy import AnalysisPolicy, BudgetRule
 from ebb_operator.analysis.snapshot import GroupState, PartitionState, TopicState
-from ebb_operator.models.common import full_match
+from ebb_operator.models.common import full_match, rfc3339
 from ebb_operator.models.delete_records import PartitionOffset
 from ebb_operator.models.plan import (
     EvictedGroup,
@@ -239,6 +239,11 @@ class GroupNames(Protocol):
         commit and whether it is required: the groups an eviction may pass."""
         ...
 
+    def above(self, minimum: Mapping[int, int]) -> Mapping[int, int]:
+        """The lowest counted commit above the given offset (the partition's minimum), where there is one:
+        how far the cut would move without the one group at the minimum (`pin`)."""
+        ...
+
 
 class GroupCommit(NamedTuple):
     group: str
@@ -288,6 +293,10 @@ class PartitionDecision:
     lag_bytes: int = 0
     size_bytes: int | None = None
     budget: BudgetCheck | None = None  # spec.budget after the cut (None: no budget, or not assessed)
+    unread_from: int | None = None  # the first record the groups named in `blocking` have not read
+    pinned_records: int = 0  # records only the one group named in `blocking` keeps (`pin`)
+    pinned_bytes: int = 0
+    behind: Sequence[GroupCommit] = ()  # counted commits below the log start (`behind_log_start`)
 
     @property
     def blocking_groups(self) -> list[str]:
@@ -394,7 +403,10 @@ def decide(
             cuts[i] = cuts[i]._replace(groups=at_minimum.get(i, NOBODY))
     outcomes: dict[int, Hold | Cut] = {**holds, **cuts}
     checks = apply_budget(partitions, outcomes, names, budget) if budget is not None else {}
-    return [_decision(f, outcomes[i], checks.get(i)) for i, f in enumerate(partitions)]
+    decisions = [_decision(f, outcomes[i], checks.get(i)) for i, f in enumerate(partitions)]
+    pin(partitions, decisions, names)
+    behind_log_start(partitions, decisions, names)
+    return decisions
 
 
 # -- 4. the budget -----------------------------------------------------------------------------------
@@ -583,7 +595,116 @@ def _decision(
     )
 
 
+# -- who pins the disk -------------------------------------------------------------------------------
+
+
+def pin(
+    partitions: Sequence[PartitionFacts], decisions: Sequence[PartitionDecision], names: GroupNames
+) -> None:
+    """Where the groups named for a partition start reading (`unread_from`), and what the one group named
+    alone pins: the records from there up to where the cut would be had that group read everything, all
+    else as it is (`pinned_records`, `pinned_bytes`).
+
+    The group read up to the high watermark, the cut moves to the next level: the lowest other counted
+    commit, capped by the offset at now - consumedRetention and the high watermark. A group alone at the
+    minimum pins up to the next commit above it; the one group missing a commit (or, alone, outside the log)
+    pins from the log start. Nothing is pinned alone where groups stand together (tied at the minimum,
+    several behind a hold) or where another rule would hold the partition anyway."""
+    above: dict[int, int] = {}  # partitions whose next level is the lowest commit above the minimum
+    levels: dict[int, int | None] = {}  # the others' lowest commit, where it is known without a read
+    for i, (f, d) in enumerate(zip(partitions, decisions, strict=True)):
+        p, s = f.state, f.commits
+        if not d.blocking.total or p.log_start is None or p.high_watermark is None:
+            continue
+        limiting = d.limited_by is LimitedBy.CONSUMER_POSITION
+        if d.budget is not None and d.budget.evicted:
+            # An eviction stopped at a required group's commit: the cut is where it starts reading.
+            d.unread_from = d.delete_before if limiting else None
+            continue
+        d.unread_from = s.min_committed if limiting and s.min_committed is not None else p.log_start
+        if d.blocking.total != 1 or p.time_offset is None:
+            continue
+        if limiting and s.min_committed is not None:
+            above[i] = s.min_committed
+        elif (
+            d.reason in (HoldReason.NO_COMMIT, HoldReason.REQUIRED_GROUP_MISSING)
+            and f.topic.readers - s.committed == 1  # the one reader without a commit (no other lacks one)
+            and not out_of_range(f)
+        ):
+            levels[i] = s.min_committed  # the group has no commit: every commit is another's
+        elif d.reason is HoldReason.OFFSET_OUT_OF_RANGE and s.min_committed is not None:
+            if s.min_committed < p.log_start:  # it is the one below the log start, the minimum
+                above[i] = s.min_committed
+            else:  # it is the one above the high watermark: the minimum is another's
+                levels[i] = s.min_committed
+    if above:
+        levels.update(dict.fromkeys(above))
+        levels.update(names.above(above))
+    for i, level in levels.items():
+        p, d = partitions[i].state, decisions[i]
+        assert p.high_watermark is not None and p.time_offset is not None and d.unread_from is not None
+        hw = p.high_watermark
+        cut = min(hw if level is None else level, p.time_offset, hw)
+        d.pinned_records = max(0, cut - d.unread_from)
+        d.pinned_bytes = _share(p.size_bytes, d.pinned_records, hw - (p.log_start or 0))
+
+
+def behind_log_start(
+    partitions: Sequence[PartitionFacts], decisions: Sequence[PartitionDecision], names: GroupNames
+) -> None:
+    """Every counted commit below its partition's log start (`behind`): the records between are gone
+    before the group read them, whatever removed them (unread loss, analysis/unread.py). The commits are
+    read only for the partitions whose lowest counted commit is below the log start."""
+    starts = {
+        i: f.state.log_start
+        for i, f in enumerate(partitions)
+        if f.state.log_start is not None
+        and f.commits.min_committed is not None
+        and f.commits.min_committed < f.state.log_start
+    }
+    for i, found in (names.below(starts) if starts else {}).items():
+        decisions[i].behind = tuple(found)
+
+
+def unread_positions(decisions: Iterable[PartitionDecision]) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> the offset of the first record its named groups have not read, where they have
+    not read everything: whose timestamp `set_oldest_unread` needs."""
+    return {
+        (d.topic, d.partition): d.unread_from
+        for d in decisions
+        if d.unread_from is not None and d.high_watermark is not None and d.unread_from < d.high_watermark
+    }
+
+
+def set_oldest_unread(result: PlanResult, timestamps: Mapping[tuple[str, int], int], now_ms: int) -> None:
+    """Each limiting group's oldest unread record: the oldest timestamp, over its partitions, of the record
+    at its position (`timestamps`: (topic, partition) -> ms, the records at `unread_positions`)."""
+    oldest: dict[tuple[str, str], int] = {}
+    for d in result.decisions:
+        stamp = timestamps.get((d.topic, d.partition))
+        if stamp is not None:
+            for g in d.blocking.names:
+                oldest[d.topic, g] = min(stamp, oldest.get((d.topic, g), stamp))
+    for t in result.topics:
+        for entry in t.limiting:
+            stamp = oldest.get((t.topic, entry.group))
+            if stamp is not None:
+                entry.oldest_unread = rfc3339(stamp)
+                entry.oldest_unread_age_seconds = max(0, (now_ms - stamp) // 1000)
+
+
 # -- the result --------------------------------------------------------------------------------------
+
+
+class BelowLogStart(NamedTuple):
+    """A counted group's commit below its partition's log start: the records between are gone unread
+    (what unread-loss accounting counts, analysis/unread.py)."""
+
+    topic: str
+    group: str
+    partition: int
+    committed: int
+    log_start: int
 
 
 @dataclass
@@ -598,6 +719,16 @@ class PlanResult:
     counted_groups: list[str] = field(default_factory=list)
     decisions: list[PartitionDecision] = field(default_factory=list, repr=False)
     evictions: list[Eviction] = field(default_factory=list)  # the cuts spec.budget moved past groups
+
+    @property
+    def below_log_start(self) -> list[BelowLogStart]:
+        """Every counted commit below its partition's log start: what unread-loss accounting counts."""
+        return [
+            BelowLogStart(d.topic, c.group, d.partition, c.offset, d.log_start)
+            for d in self.decisions
+            if d.log_start is not None
+            for c in d.behind
+        ]
 
 
 def summarize(
@@ -655,6 +786,8 @@ def summarize(
                 entry.partitions += 1
                 entry.lag_records += lag[0]
                 entry.lag_bytes += lag[1]
+                entry.pinned_records += r.pinned_records
+                entry.pinned_bytes += r.pinned_bytes
         if r.status is PartitionStatus.DELETABLE and r.delete_before is not None:
             cuts.append(PartitionOffset(topic=r.topic, partition=r.partition, offset=r.delete_before))
         if r.budget is not None:

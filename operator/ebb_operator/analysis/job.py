@@ -1,5 +1,5 @@
 """One analysis run: the cluster snapshot, the committed offsets (Admin API or `__consumer_offsets`), the
-plan."""
+plan, the limiting groups' oldest unread records, the unread loss."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +17,15 @@ from pyspark.sql import SparkSession
 
 from ebb_operator.analysis import progress
 from ebb_operator.analysis.commits_admin import read_committed_offsets
-from ebb_operator.analysis.decide import PlanResult
+from ebb_operator.analysis.decide import PlanResult, set_oldest_unread, unread_positions
 from ebb_operator.analysis.offsets_source import latest_commits, latest_group_metadata, read_offsets_topic
 from ebb_operator.analysis.plan import compute_plan, plan_from_offsets, prepare
 from ebb_operator.analysis.policy import AnalysisPolicy
 from ebb_operator.analysis.snapshot import GroupState, Snapshot, empty_groups, take_snapshot
-from ebb_operator.kafka import ClusterAdmin, ClusterConnection
+from ebb_operator.analysis.unread import Accounting, account
+from ebb_operator.kafka import ClusterAdmin, ClusterConnection, TopicPartition
 from ebb_operator.models.retention_policy import OffsetsSource
+from ebb_operator.models.unread import UnreadAccount
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,7 @@ def merge_groups(described: Sequence[GroupState], stored: Iterable[Mapping[str, 
 class RunResult:
     plan: PlanResult
     empty_since: dict[str, int]  # the operator's memory of empty groups, for the next run
+    unread: Accounting = field(default_factory=lambda: Accounting([]))  # the unread-loss ledger after it
 
 
 def cpu_seconds() -> float | None:
@@ -100,18 +103,41 @@ def run_analysis(
     now_ms: int,
     *,
     empty_since: Mapping[str, int] | None = None,
+    unread_ledger: Sequence[UnreadAccount] = (),
     **source_options: str,
 ) -> RunResult:
-    """Snapshot, commits (policy.offsets_source), plan. Raises when anything the plan needs is unknown.
-    The commits are read once and kept (memory, then local disk) for the plan's few reads of them."""
-    with phase(f"the snapshot of {connection.bootstrap_servers}"), ClusterAdmin(connection) as admin:
-        snapshot = take_snapshot(admin, policy, now_ms, empty_since)
-    log.info(
-        "%d partitions of %d matched topics, %d groups",
-        len(snapshot.partitions),
-        len(snapshot.topics),
-        len(snapshot.groups),
-    )
+    """Snapshot, commits (policy.offsets_source), plan, then how old each limiting group's oldest unread
+    record is, and the unread loss since the last run (`unread_ledger`). Raises when anything the plan
+    needs is unknown. The commits are read once and kept (memory, then local disk) for the plan's few reads
+    of them."""
+    with ClusterAdmin(connection) as admin:
+        with phase(f"the snapshot of {connection.bootstrap_servers}"):
+            snapshot = take_snapshot(admin, policy, now_ms, empty_since)
+        log.info(
+            "%d partitions of %d matched topics, %d groups",
+            len(snapshot.partitions),
+            len(snapshot.topics),
+            len(snapshot.groups),
+        )
+        plan = _plan(spark, connection, snapshot, policy, now_ms, **source_options)
+        with phase("the oldest unread records (Fetch)"):
+            positions = unread_positions(plan.decisions)
+            stamps = admin.record_timestamps({TopicPartition(*tp): o for tp, o in positions.items()})
+            set_oldest_unread(plan, {(tp.topic, tp.partition): t for tp, t in stamps.items()}, now_ms)
+    log_starts = {(p.topic, p.partition): p.log_start for p in snapshot.partitions}
+    present = [g.group for g in snapshot.groups]
+    unread = account(unread_ledger, plan.below_log_start, log_starts, plan.counted_groups, present, now_ms)
+    return RunResult(plan, empty_groups(snapshot), unread)
+
+
+def _plan(
+    spark: SparkSession,
+    connection: ClusterConnection,
+    snapshot: Snapshot,
+    policy: AnalysisPolicy,
+    now_ms: int,
+    **source_options: str,
+) -> PlanResult:
     keep = StorageLevel.MEMORY_AND_DISK
     if policy.offsets_source is OffsetsSource.ADMIN_API:
         inputs = prepare(snapshot, policy, now_ms)
@@ -120,8 +146,7 @@ def run_analysis(
             with phase(f"reading the commits of {len(inputs.catalog.groups)} groups (OffsetFetch, KIP-709)"):
                 log.info("%d commits on matched topics", commits.count())
             with phase("the plan"):
-                plan = compute_plan(commits, inputs)
-            return RunResult(plan, empty_groups(snapshot))
+                return compute_plan(commits, inputs)
         finally:
             commits.unpersist()
     raw = read_offsets_topic(spark, connection, **source_options).persist(keep)
@@ -134,9 +159,8 @@ def run_analysis(
             merged = Snapshot(snapshot.taken_at_ms, snapshot.partitions, snapshot.topics, groups)
             offsets = latest_commits(raw).persist(keep)
             try:
-                plan = plan_from_offsets(offsets, merged, policy, now_ms)
+                return plan_from_offsets(offsets, merged, policy, now_ms)
             finally:
                 offsets.unpersist()
-        return RunResult(plan, empty_groups(snapshot))
     finally:
         raw.unpersist()

@@ -14,7 +14,8 @@ one row per partition, topic or group, and the rules that decide what is deleted
    as grown (`decide.TopicFacts`).
 4. `SparkNames`: reads of the commits filtered to the partitions a hold concerns name the groups behind
    it, as `decide` asks: the readers a partition lacks, groups with an out-of-range commit, groups tied
-   at the minimum, and for a budget's eviction the groups committed below its target.
+   at the minimum, for a budget's eviction and for unread loss the groups committed below an offset (its
+   target, the log start), and the next commit above a lone group's (what it pins, `decide.pin`).
 """
 
 from __future__ import annotations
@@ -357,3 +358,15 @@ class SparkNames:
             group = cat.groups[r["gid"]]
             out.setdefault(r["tp"], []).append(GroupCommit(group, r["committed_offset"], group in required))
         return {tp: sorted(found) for tp, found in out.items()}
+
+    def above(self, minimum: Mapping[int, int]) -> dict[int, int]:
+        rows = (
+            self._counted()
+            .join(F.broadcast(_tp_frame(self.commits, list(minimum), list(minimum.values()))), "tp")
+            .filter(F.col("committed_offset") > F.col("value"))
+            .groupBy("tp")
+            .agg(F.min("committed_offset").alias("next"))
+            .toArrow()
+            .to_pylist()
+        )
+        return {r["tp"]: r["next"] for r in rows}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -25,7 +25,7 @@ from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, Of
 from kafka.errors import KafkaError, LeaderNotAvailableError, UnknownTopicOrPartitionError, for_code
 from kafka.protocol.admin import AlterClientQuotasRequest, DeleteRecordsRequest, DescribeClientQuotasRequest
 
-from ebb_operator.kafka import client_internals, offset_fetch
+from ebb_operator.kafka import client_internals, offset_fetch, record_times
 from ebb_operator.kafka.connection import ClusterConnection
 from ebb_operator.kafka.offset_fetch import TopicCommits
 from ebb_operator.kafka.results import (
@@ -446,6 +446,43 @@ class ClusterAdmin:
                 out.update(self.delete_records({tp: offset}))
             return out
         return {tp: out.get(tp, DeleteRecordsResult(None, _missing())) for tp in offsets}
+
+    def record_timestamps(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """The timestamp (ms) of the record at each partition's offset, read with Fetch from its leader
+        (`record_times.py`); a partition whose record could not be read (no leader, an error, no record
+        there any more) is left out: its age is unknown, nothing else."""
+        wanted = dict(positions)
+        if not wanted:
+            return {}
+        client = self._client
+        found: dict[TopicPartition, int | KafkaFailure | None] = {}
+
+        async def ask(groups: list[tuple[int, list[tuple[TopicPartition, int]]]]) -> None:
+            waiting: deque[Any] = deque()
+            for leader, batch in groups:
+                if len(waiting) >= offset_fetch.IN_FLIGHT:
+                    await fetched(*waiting.popleft())
+                waiting.append((batch, client_internals.send(client, record_times.request(batch), leader)))
+            while waiting:
+                await fetched(*waiting.popleft())
+
+        async def fetched(batch: list[tuple[TopicPartition, int]], future: Any) -> None:
+            try:
+                found.update(record_times.timestamps(await future, dict(batch)))
+            except Exception as exc:
+                found.update(dict.fromkeys((tp for tp, _ in batch), failure_of(exc)))
+
+        leaders = {tp: leader for tp, leader in self._leaders(wanted).items() if isinstance(leader, int)}
+        by_leader: dict[int, list[tuple[TopicPartition, int]]] = defaultdict(list)
+        for tp, leader in leaders.items():
+            by_leader[leader].append((tp, wanted[tp]))
+        first = [(n, b) for n, parts in by_leader.items() for b in record_times.batches(parts)]
+        client_internals.run(client, ask, first)
+        # A batch larger than the per-partition limit came back cut short: alone, it comes whole (KIP-74).
+        alone = [(leaders[tp], [(tp, wanted[tp])]) for tp in sorted(leaders) if found.get(tp, 0) is None]
+        if alone:
+            client_internals.run(client, ask, alone)
+        return {tp: t for tp, t in found.items() if isinstance(t, int)}
 
     def _leaders(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | KafkaFailure]:
         """Each partition's leader (one Metadata request), or why it has none to ask."""

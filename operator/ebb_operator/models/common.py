@@ -252,6 +252,11 @@ def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def rfc3339(ms: int) -> str:
+    """A time in ms since the epoch (a Kafka record timestamp, a run's now) as status writes times."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def set_condition(
     conditions: list[Condition],
     type_: str,

@@ -10,6 +10,7 @@ from enum import StrEnum
 from pydantic import Field, model_validator
 
 from ebb_operator.models.common import Observed
+from ebb_operator.models.unread import MAX_UNREAD_PER_TOPIC, UnreadTotal
 
 
 class HoldReason(StrEnum):
@@ -74,6 +75,22 @@ class LimitingGroup(Observed):
     partitions: int = Field(default=0, description="Partitions of the topic whose cut this group sets.")
     lag_records: int = Field(default=0, description="Records it has not read on those partitions.")
     lag_bytes: int = Field(default=0, description="Estimated bytes of those records: what it holds on disk.")
+    pinned_records: int = Field(
+        default=0,
+        description="Records only this group keeps: where it alone sets the cut or holds the partition, from "
+        "its position to where the cut would be had it read everything (0 where groups stand together).",
+    )
+    pinned_bytes: int = Field(
+        default=0, description="Estimated bytes of those records: what this group alone keeps on disk."
+    )
+    oldest_unread: str | None = Field(
+        default=None,
+        description="The timestamp of the oldest record it has not read on those partitions (the record at "
+        "its position), where the record could be read.",
+    )
+    oldest_unread_age_seconds: int | None = Field(
+        default=None, description="How old that record was when the plan was made, in seconds."
+    )
 
 
 class HeldPartition(Observed):
@@ -106,6 +123,12 @@ class TopicPlan(Observed):
         description="Groups the budget evicted, per partition, with the records each loses unread.",
     )
     evicted_count: int = Field(default=0, description="Evictions of the topic (evicted lists at most 100).")
+    unread: list[UnreadTotal] = Field(
+        default_factory=list,
+        max_length=MAX_UNREAD_PER_TOPIC,
+        description="Counted groups whose unread records left the log, most records first.",
+    )
+    unread_count: int = Field(default=0, description="Groups with unread loss (unread lists at most 10).")
 
 
 class PlanSummary(Observed):

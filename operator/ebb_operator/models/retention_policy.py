@@ -26,6 +26,7 @@ from ebb_operator.models.common import (
 )
 from ebb_operator.models.crd import CrdInfo, PrinterColumn, age_column, condition_columns, ready_column
 from ebb_operator.models.plan import PlanSummary, TopicPlan
+from ebb_operator.models.unread import MAX_ACCOUNTS, UnreadAccount
 
 # The shortest schedule.interval: a run reads every counted group's commits and the partitions' state,
 # and a failed run is retried with a backoff capped at the interval, so 0s would run back to back.
@@ -337,6 +338,13 @@ class RetentionPolicyStatus(Status):
     )
     budget: BudgetStatus | None = Field(
         default=None, description="spec.budget as the last plan found it, and the quotas Ebb set for it."
+    )
+    unread_ledger: list[UnreadAccount] = Field(
+        default_factory=list,
+        max_length=MAX_ACCOUNTS,
+        description="What unread-loss accounting has counted, per topic and counted group, so that each "
+        "record is counted once across runs, restarts and leader changes (at most 500 entries and 5 000 "
+        "partitions; topics[].unread shows it).",
     )
 
 

@@ -17,6 +17,7 @@ from ebb_operator.models.common import Model, Observed
 from ebb_operator.models.delete_records import PartitionOffset
 from ebb_operator.models.plan import Eviction, PartitionPlan, PlanSummary, TopicPlan
 from ebb_operator.models.retention_policy import RetentionPolicySpec
+from ebb_operator.models.unread import UnreadAccount, UnreadCounted
 
 
 class PolicyRef(Model):
@@ -39,6 +40,8 @@ class RunRequest(Model):
     # times, so this is how long an empty group has been inactive.
     empty_since: dict[str, int] = Field(default_factory=dict)
     now_ms: int | None = None
+    # What unread-loss accounting has counted (the policy's status.unreadLedger): counted again, never twice.
+    unread_ledger: list[UnreadAccount] = Field(default_factory=list)
 
 
 class RunPlan(Observed):
@@ -58,6 +61,14 @@ class RunPlan(Observed):
     )
     deferred_partitions: int = 0
     empty_since: dict[str, int] = Field(default_factory=dict, description="The memory for the next run.")
+    unread_ledger: list[UnreadAccount] = Field(default_factory=list, description="The ledger after this run.")
+    unread_counted: list[UnreadCounted] = Field(
+        default_factory=list, description="Unread loss this run counted for the first time."
+    )
+    unread_deferred: int = Field(
+        default=0,
+        description="Partitions whose loss waits for room in the ledger (counted later, never twice).",
+    )
 
 
 # A SparkApplication run hands its plan back in a ConfigMap (the driver's output is out of the operator's

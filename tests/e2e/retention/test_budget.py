@@ -20,22 +20,26 @@ One operator runs the three policies side by side.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-import yaml
 from confluent_kafka import Producer
-from prometheus_client.parser import text_string_to_metric_families
 
 from ebb_operator.kafka import ClusterAdmin, ClusterConnection, QuotaEntity
 from harness.bounded import wait_until
 from harness.controlplane import ControlPlane
 from harness.operator_process import OperatorProcess
 from tests.e2e.operator.operator_kafka import commit, create_topic, log_start, unique
-from tests.e2e.retention.policies import apply_policy
+from tests.e2e.retention.policies import (
+    apply_policy,
+    event,
+    metric_sample,
+    patch_policy,
+    run_after,
+    run_id,
+)
 
 MINUTE_MS = 60_000
 AGES_MIN = [180] * 20 + [90] * 10 + [0] * 10  # each offset's age in minutes
@@ -62,71 +66,9 @@ def _policy(bootstrap: str, topic: str, dead: str, live: str, budget: dict[str, 
     }
 
 
-def _get(cp: ControlPlane, ns: str, name: str) -> dict[str, Any]:
-    obj: dict[str, Any] = cp.kubectl_json("get", "-n", ns, "retentionpolicy", name)
-    return obj
-
-
-def _run_after(cp: ControlPlane, ns: str, name: str, previous: str | None = None) -> dict[str, Any]:
-    """The policy once a run other than `previous` has finished."""
-
-    def finished(obj: dict[str, Any]) -> bool:
-        last = obj.get("status", {}).get("lastRun") or {}
-        return last.get("id") not in (None, previous) and last.get("outcome") not in (None, "Running")
-
-    obj: dict[str, Any] = wait_until(
-        f"a run of retentionpolicy/{name} finished",
-        lambda: _get(cp, ns, name),
-        300,
-        until=finished,
-        interval=0.5,
-        detail=lambda o: "\n" + yaml.safe_dump(o),
-    )
-    return obj
-
-
-def _run_id(obj: dict[str, Any]) -> str:
-    return str(obj["status"]["lastRun"]["id"])
-
-
 def _budget(obj: dict[str, Any]) -> tuple[str, str, str]:
     (c,) = [c for c in obj["status"]["conditions"] if c["type"] == "Budget"]
     return c["status"], c["reason"], c["message"]
-
-
-def _events(cp: ControlPlane, ns: str, name: str) -> dict[str, list[str]]:
-    """The policy's Events: reason -> messages."""
-    listing = cp.kubectl_json("get", "events", "-n", ns, "--field-selector", f"involvedObject.name={name}")
-    out: dict[str, list[str]] = {}
-    for e in listing["items"]:
-        out.setdefault(e["reason"], []).append(e["message"])
-    return out
-
-
-def _event(cp: ControlPlane, ns: str, name: str, reason: str) -> list[str]:
-    """The messages of the policy's `reason` Events, once there is one (kopf posts them asynchronously)."""
-    found: list[str] = wait_until(
-        f"a {reason} Event of {name}",
-        lambda: _events(cp, ns, name).get(reason, []),
-        30,
-        until=bool,
-        interval=0.5,
-        detail=lambda _: json.dumps(_events(cp, ns, name), indent=1),
-    )
-    return found
-
-
-def _patch(cp: ControlPlane, ns: str, name: str, spec: dict[str, Any]) -> None:
-    cp.kubectl("patch", "-n", ns, "retentionpolicy", name, "--type=merge", "-p", json.dumps({"spec": spec}))
-
-
-def _sample(operator: OperatorProcess, name: str, **labels: str) -> float | None:
-    """The value of one series the operator exports, None when absent."""
-    for family in text_string_to_metric_families(operator.metrics_text()):
-        for sample in family.samples:
-            if sample.name == name and sample.labels == labels:
-                return float(sample.value)
-    return None
 
 
 @pytest.mark.timeout(600)
@@ -165,7 +107,7 @@ def test_a_budget_alerts_evicts_or_throttles_a_partition_a_dead_group_keeps_over
     operator = start_operator(bootstrap, EBB_LOCAL_ANALYSIS_RUNS="4")
 
     # Alert: the consumed cut only, and the Budget condition and an Event say the partition is over.
-    alert = _run_after(cp, ns, "alert")
+    alert = run_after(cp, ns, "alert")
     assert alert["status"]["lastRun"]["outcome"] == "Succeeded", alert["status"]
     assert log_start(bootstrap, alerted, 0) == 5
     status, reason, message = _budget(alert)
@@ -173,18 +115,18 @@ def test_a_budget_alerts_evicts_or_throttles_a_partition_a_dead_group_keeps_over
     assert "1 partitions over the budget (records younger than 2h)" in message
     assert "action Alert: nothing more deleted" in message
     assert alert["status"]["budget"]["overBudgetPartitions"] == 1
-    assert any(alerted in m for m in _event(cp, ns, "alert", "OverBudget"))
+    assert any(alerted in m for m in event(cp, ns, "alert", "OverBudget"))
 
     with ClusterAdmin(ClusterConnection.of(bootstrap)) as admin:
         # Dry runs say what their action would do, and change nothing: no records gone, no quota.
-        dry = _run_after(cp, ns, "evict")
+        dry = run_after(cp, ns, "evict")
         status, reason, message = _budget(dry)
         assert (status, reason) == ("False", "OverBudget")
         would = f"would evict {dead} (22 records): {evicted}-0 < 20: {dead} 15; {evicted}-1 < 12: {dead} 7"
         assert would in message
         assert [log_start(bootstrap, evicted, p) for p in (0, 1)] == [0, 0], "a dry run deleted records"
-        assert any(would in m for m in _event(cp, ns, "evict", "BudgetDryRun"))
-        dry_throttle = _run_after(cp, ns, "throttle-dry")
+        assert any(would in m for m in event(cp, ns, "evict", "BudgetDryRun"))
+        dry_throttle = run_after(cp, ns, "throttle-dry")
         status, reason, message = _budget(dry_throttle)
         assert (status, reason) == ("False", "OverBudget")
         assert f"would throttle [{dry_writer}] to 1.0 MiB/s" in message
@@ -192,7 +134,7 @@ def test_a_budget_alerts_evicts_or_throttles_a_partition_a_dead_group_keeps_over
         assert log_start(bootstrap, untouched, 0) == 0, "a dry run deleted records"
 
         # ThrottleProducers: the quota is set while the partition is over budget.
-        on = _run_after(cp, ns, "throttle")
+        on = run_after(cp, ns, "throttle")
         assert _budget(on)[:2] == ("False", "Throttled"), on["status"]
         assert [(t.get("clientId"), t["producerByteRate"]) for t in on["status"]["budget"]["throttled"]] == [
             (client, RATE)
@@ -206,12 +148,12 @@ def test_a_budget_alerts_evicts_or_throttles_a_partition_a_dead_group_keeps_over
         # Second round, side by side: EvictSlowest for real, and the throttled partition cut under budget
         # once the dead group read on.
         commit(bootstrap, dead, [(throttled, 0, 30)])
-        _patch(cp, ns, "throttle", {"historyLimit": 2})
-        _patch(cp, ns, "evict", {"dryRun": False})
+        patch_policy(cp, ns, "throttle", {"historyLimit": 2})
+        patch_policy(cp, ns, "evict", {"dryRun": False})
 
         # EvictSlowest: as far as the budget needs (20, not the 30 consumedRetention allows), never past
         # the required group (12), and status names the dead group with what it loses unread.
-        done = _run_after(cp, ns, "evict", _run_id(dry))
+        done = run_after(cp, ns, "evict", run_id(dry))
         assert done["status"]["lastRun"]["outcome"] == "Succeeded", done["status"]
         assert [log_start(bootstrap, evicted, p) for p in (0, 1)] == [20, 12]
         (topic,) = done["status"]["topics"]
@@ -221,20 +163,20 @@ def test_a_budget_alerts_evicts_or_throttles_a_partition_a_dead_group_keeps_over
         ]
         assert done["status"]["budget"]["evictedRecords"] == 22
         assert _budget(done)[:2] == ("False", "OverBudget")  # partition 1: the required group holds it
-        assert any(f"evicted {dead} (22 records)" in m for m in _event(cp, ns, "evict", "Evicted"))
+        assert any(f"evicted {dead} (22 records)" in m for m in event(cp, ns, "evict", "Evicted"))
         # The metric counts what the dead group really lost, once the DeleteRecords cut; the Alert policy's
         # gauge says how many partitions are over.
         lost = {"namespace": ns, "policy": "evict", "topic": evicted, "group": dead}
-        assert _sample(operator, "ebb_operator_budget_evicted_records_total", **lost) == 22
+        assert metric_sample(operator, "ebb_operator_budget_evicted_records_total", **lost) == 22
         over = {"namespace": ns, "policy": "alert"}
-        assert _sample(operator, "ebb_operator_policy_over_budget_partitions", **over) == 1
+        assert metric_sample(operator, "ebb_operator_policy_over_budget_partitions", **over) == 1
 
         # The quota is lifted by the run that brought the partition under budget.
-        off = _run_after(cp, ns, "throttle", _run_id(on))
+        off = run_after(cp, ns, "throttle", run_id(on))
         assert log_start(bootstrap, throttled, 0) == 30
         assert _budget(off)[:2] == ("True", "WithinBudget"), off["status"]
         assert not off["status"]["budget"].get("throttled")
         wait_until(
             "the quota removed", admin.client_quotas, 30, until=lambda q: writer not in q, interval=0.2
         )
-        assert _event(cp, ns, "throttle", "ThrottleLifted")
+        assert event(cp, ns, "throttle", "ThrottleLifted")

@@ -61,6 +61,7 @@ from ebb_operator.models.retention_policy import (
     RunProgress,
 )
 from ebb_operator.models.run import PolicyRef, RunPlan, RunRequest
+from ebb_operator.models.unread import UnreadCounted
 
 RESOURCE = kube.Resource.ebb(CRD.plural, CRD.kind)
 KIND = CRD.kind
@@ -158,6 +159,7 @@ class PolicyRunner:
         self._plan: RunPlan | None = None  # the current run's plan, once the analysis handed it back
         self._limiting: set[tuple[str, str]] = set()  # (topic, group) series of the limiting-lag gauges
         self.budget = PolicyBudget(rt, self.out)  # spec.budget: its condition, Events and client quotas
+        self._uncounted: list[UnreadCounted] = []  # unread loss recorded in status, not yet in the counter
 
     @property
     def status(self) -> RetentionPolicyStatus:
@@ -191,8 +193,10 @@ class PolicyRunner:
                     )
                 await stopped.wait(poll)
                 continue
-            # A changed spec (dryRun flipped, topics edited) runs now rather than at the next interval.
-            changed = ran_generation is not None and ran_generation != self.out.generation
+            # A changed spec (dryRun flipped, topics edited) runs now rather than at the next interval,
+            # also one changed while no operator ran (a restart: the status says which generation it saw).
+            seen = ran_generation if ran_generation is not None else self.status.observed_generation
+            changed = seen is not None and seen != self.out.generation
             wait = (
                 0.0 if changed else due_in(self.status, spec, backoff=self.rt.settings.retry_backoff_seconds)
             )
@@ -286,6 +290,7 @@ class PolicyRunner:
             last.message = bounded(f"run {run_id} failed: {cause}", EVENT_MESSAGE)
             self.status.last_completed_run = last
             reason = await self.out.failed(exc, message=last.message)
+            self._count_unread()
             metrics.POLICY_RUNS.labels(self.namespace, self.name, RunOutcome.FAILED.value).inc()
             log.warning("%s/%s run %s failed (%s): %s", self.namespace, self.name, run_id, reason, cause)
             return
@@ -296,6 +301,7 @@ class PolicyRunner:
         assert last.outcome is not None
         ready = ConditionStatus.FALSE if last.outcome is RunOutcome.FAILED else ConditionStatus.TRUE
         await self.out.write(ready, reason, message)
+        self._count_unread()
         metrics.POLICY_RUNS.labels(self.namespace, self.name, last.outcome.value).inc()
         if last.outcome is RunOutcome.FAILED:
             metrics.FAILURES.labels(KIND, reason).inc()
@@ -341,7 +347,11 @@ class PolicyRunner:
         self._matched(bool(matched))
         if not matched:
             self._plan = RunPlan(
-                policy=f"{self.namespace}/{self.name}", run_id=last.id, now_ms=0, summary=PlanSummary()
+                policy=f"{self.namespace}/{self.name}",
+                run_id=last.id,
+                now_ms=0,
+                summary=PlanSummary(),
+                unread_ledger=self.status.unread_ledger,  # nothing seen: nothing counted, nothing forgotten
             )
             await self.budget.after_plan(spec, self._plan, target)
             last.outcome = RunOutcome.NOTHING_TO_DELETE
@@ -372,6 +382,7 @@ class PolicyRunner:
             client_properties=connection.properties,
             discountable_groups=None if access.unrestricted or access.groups is None else list(access.groups),
             empty_since=memory,
+            unread_ledger=self.status.unread_ledger,
         )
         plan = await (await self._engine(spec, last)).run(request)
         await asyncio.to_thread(self._save_empty_groups, plan.empty_since)
@@ -472,13 +483,56 @@ class PolicyRunner:
         metrics.POLICY_RECLAIMABLE_BYTES.labels(*labels).set(plan.summary.reclaimable_bytes)
         metrics.POLICY_HELD_PARTITIONS.labels(*labels).set(plan.summary.held_partitions)
         limiting = {(t.topic, g.group): g for t in plan.topics[:MAX_STATUS_TOPICS] for g in t.limiting}
+        age = metrics.POLICY_LIMITING_OLDEST_UNREAD_AGE
         for topic, group in self._limiting - limiting.keys():  # no longer limiting: its series go
-            for gauge in (metrics.POLICY_LIMITING_LAG_RECORDS, metrics.POLICY_LIMITING_LAG_BYTES):
+            for gauge in (
+                metrics.POLICY_LIMITING_LAG_RECORDS,
+                metrics.POLICY_LIMITING_LAG_BYTES,
+                metrics.POLICY_LIMITING_PINNED_BYTES,
+                age,
+            ):
                 with contextlib.suppress(KeyError):
                     gauge.remove(*labels, topic, group)
         for (topic, group), g in limiting.items():
             metrics.POLICY_LIMITING_LAG_RECORDS.labels(*labels, topic, group).set(g.lag_records)
             metrics.POLICY_LIMITING_LAG_BYTES.labels(*labels, topic, group).set(g.lag_bytes)
+            metrics.POLICY_LIMITING_PINNED_BYTES.labels(*labels, topic, group).set(g.pinned_bytes)
+            if g.oldest_unread_age_seconds is not None:
+                age.labels(*labels, topic, group).set(g.oldest_unread_age_seconds)
+            else:
+                with contextlib.suppress(KeyError):
+                    age.remove(*labels, topic, group)
         self._limiting = set(limiting)
+        self._record_unread(plan)
         held = Counter(g for t in plan.topics for p in t.held for g in p.blocking_groups)
         metrics.set_held_by_group(self.namespace, self.name, held)
+
+    def _record_unread(self, plan: RunPlan) -> None:
+        """The run's unread-loss ledger into status; what it counted waits for the status write."""
+        self.status.unread_ledger = plan.unread_ledger
+        self._uncounted += plan.unread_counted
+        if plan.unread_deferred:
+            log.warning(
+                "%s/%s: the unread-loss ledger is full: loss on %d partitions is counted by a later run",
+                self.namespace,
+                self.name,
+                plan.unread_deferred,
+            )
+
+    def _count_unread(self) -> None:
+        """Once the ledger that counted it is in status: the loss into the counter, and an Event. A status
+        write that failed leaves both for the next one; a process that dies before loses its counter with
+        them, and the next process counts from the ledger in status: each record is counted once."""
+        if not self._uncounted:
+            return
+        counted, self._uncounted = self._uncounted, []
+        for c in counted:
+            metrics.UNREAD_RECORDS_DELETED.labels(self.namespace, self.name, c.topic, c.group).inc(c.records)
+        lost = "; ".join(
+            f"{c.group}: {c.records} of {c.topic} (partitions {', '.join(map(str, c.partitions))})"
+            for c in counted
+        )
+        message = (
+            f"{sum(c.records for c in counted)} records left the log before counted groups read them: {lost}"
+        )
+        kopf.warn(self.body, reason="UnreadRecordsDeleted", message=bounded(message, EVENT_MESSAGE))

@@ -44,9 +44,12 @@ class Names:
         missing: Mapping[int, Missing] | None = None,
         out_of_range: Mapping[int, Named] | None = None,
         at_minimum: Mapping[int, Named] | None = None,
+        above: Mapping[int, int] | None = None,
     ) -> None:
         self._missing, self._stale, self._at_min = missing or {}, out_of_range or {}, at_minimum or {}
-        self.asked: list[tuple[str, Any]] = []
+        self._above = above or {}
+        self.asked: list[tuple[str, Any]] = []  # the names asked for
+        self.asked_above: list[dict[int, int]] = []  # the next levels asked for (what a lone group pins)
 
     def missing(self, partitions: Sequence[int]) -> Mapping[int, Missing]:
         self.asked.append(("missing", list(partitions)))
@@ -64,6 +67,10 @@ class Names:
         """No commits below a budget's target here (test_budget.py's `Below` has them)."""
         self.asked.append(("below", dict(limits)))
         return {i: [] for i in limits}
+
+    def above(self, minimum: Mapping[int, int]) -> Mapping[int, int]:
+        self.asked_above.append(dict(minimum))
+        return {i: self._above[i] for i in minimum if i in self._above}
 
 
 def state(
@@ -206,7 +213,8 @@ def test_a_commit_outside_the_log_holds_the_partition_and_names_the_group(
         ["stale"],
         None,
     )
-    assert names.asked == [("out_of_range", [0])]
+    # The commit below the log start is read once more: the records between went unread (unread loss).
+    assert names.asked == [("out_of_range", [0])] + ([("below", {0: 10})] if stale < 10 else [])
 
 
 def test_a_commit_outside_the_log_holds_even_when_no_group_can_be_named() -> None:
