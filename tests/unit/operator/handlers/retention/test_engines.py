@@ -24,6 +24,7 @@ from ebb_operator.handlers.retention.engines import (
 )
 from ebb_operator.handlers.retention.runner import describe
 from ebb_operator.handlers.runtime import Runtime
+from ebb_operator.models.plan import PlanSummary
 from ebb_operator.models.retention_policy import RetentionPolicySpec, RunProgress
 from ebb_operator.models.run import PROGRESS_KEY, PolicyRef, RunPlan, RunRequest
 from ebb_operator.settings import OperatorSettings, SettingsError
@@ -178,14 +179,16 @@ class _HeldJobs(LocalEngine):
     async def _run(self, request: RunRequest) -> RunPlan:
         self.started.append(request.run_id)
         await self.release.wait()
-        return RunPlan.model_construct(run_id=request.run_id)
+        return RunPlan(policy=self.label, run_id=request.run_id, now_ms=0, summary=PlanSummary())
 
 
 def test_local_runs_beyond_the_operators_slots_wait_and_say_so() -> None:
     settings = OperatorSettings.from_env({"EBB_LOCAL_ANALYSIS_RUNS": "2"})
 
     async def scenario() -> None:
-        slots, started, said = Runtime.create(settings).local_analysis_slots, [], []
+        slots = Runtime.create(settings).local_analysis_slots
+        started: list[str] = []
+        said: list[tuple[str, str]] = []
         release = asyncio.Event()
 
         def engine(name: str) -> _HeldJobs:
