@@ -14,7 +14,7 @@ Two runs, not more: with three the 2-core machine is loaded enough that timing-s
 rebalance after a broker restart, a leader's Lease taken over after kill -9) fail now and then.
 
 The first run's output streams here; the other goes to a log in `.test-logs/`, printed whole when it
-ends, so lines never interleave. Each run prints its own time per tier, and short tracebacks: a failure
+ends, so lines never interleave; each run also writes a JUnit XML report there (every test's time). Each run prints its own time per tier, and short tracebacks: a failure
 shows where it happened and what was waited for, not the whole test's source.
 
 Every wait is bounded: a hung test is ended by pytest-timeout (stacks printed); a run still going
@@ -42,8 +42,8 @@ class Run:
 
 
 RUNS = (
-    Run("unit-compat-spark-cluster", "unit or compat or spark or cluster"),
-    Run("k8s-e2e", "k8s or e2e"),
+    Run("unit-compat-k8s-spark-cluster", "unit or compat or k8s or spark or cluster"),
+    Run("e2e", "e2e"),
 )
 
 
@@ -77,6 +77,7 @@ def main(extra: list[str]) -> int:
     try:
         for i, run in enumerate(RUNS):
             argv = [sys.executable, "-m", "pytest", "-q", "-m", run.selection, "--durations=10", "--tb=short"]
+            argv.append(f"--junitxml={LOGS / run.name}.xml")  # every test's outcome and time, for CI
             argv += extra
             if i == 0:
                 print(f"==> run {run.name} ({run.selection}): output follows", flush=True)
