@@ -174,7 +174,8 @@ def test_every_query_is_promql_over_exported_metrics(tmp_path: Path) -> None:
     used = {name for q in queries for name in re.findall(r"\bebb_[a-z_]+\b", q)}
     assert used - _exported() == set(), f"queries name metrics nobody exports: {used - _exported()}"
     # The dashboard covers what it promises: reclaimed bytes, held partitions and their groups, run
-    # outcomes, broker disk, the operator's reconcile times and leader.
+    # outcomes, what each group pins and the unread records lost, budgets, broker disk, the operator's
+    # reconcile times and leader.
     for metric in (
         "ebb_operator_bytes_reclaimed_total",
         "ebb_operator_policy_held_partitions",
@@ -183,6 +184,10 @@ def test_every_query_is_promql_over_exported_metrics(tmp_path: Path) -> None:
         "ebb_log_size_bytes",
         "ebb_operator_reconcile_duration_seconds_bucket",
         "ebb_operator_leader",
+        "ebb_operator_policy_limiting_pinned_bytes",
+        "ebb_operator_policy_limiting_oldest_unread_age_seconds",
+        "ebb_operator_unread_records_deleted_total",
+        "ebb_operator_policy_over_budget_partitions",
     ):
         assert metric in used, metric
 
