@@ -1,21 +1,21 @@
 """`make test`: every tier, in two pytest runs side by side.
 
 Most of the suite's minutes are spent waiting, not computing: a broker's group rebalance, a JVM tool
-starting, an operator's resync, pods starting on the node, a Spark run. Measured on the 2-core CI
-machine, the tiers took: unit 20 s, compat 8.6 min, spark 1.3 min, k8s 4.0 min, e2e 8.4 min before the
-budget test (about 5 min more), cluster 6.3 min; about 34 min one after the other. The tiers share
-nothing but the machine (each starts its own brokers, control plane or node), so they run as two
-processes of about 16.5 and 17.5 min, and the suite ends when the longer one does:
+starting, an operator's resync, pods starting on the node, a Spark run. The tiers share nothing but the
+machine (each starts its own brokers, control plane or node), so they run as two processes, and the
+suite ends when the longer one does:
 
-- unit, compat, spark, then cluster (the node runs last, as in a single run);
-- k8s and e2e (one control plane serves both).
+- unit, compat, k8s, spark, then cluster (the node runs last, as in a single run);
+- e2e, the longest tier (an operator, Spark runs and brokers per test), alone.
 
-Two runs, not more: with three the 2-core machine is loaded enough that timing-sensitive tests (a group
-rebalance after a broker restart, a leader's Lease taken over after kill -9) fail now and then.
+README, Running the tests, gives each tier's time on the 2-core CI machine. Two runs, not more: with
+three the 2-core machine is loaded enough that timing-sensitive tests (a group rebalance after a broker
+restart, a leader's Lease taken over after kill -9) fail now and then.
 
 The first run's output streams here; the other goes to a log in `.test-logs/`, printed whole when it
-ends, so lines never interleave; each run also writes a JUnit XML report there (every test's time). Each run prints its own time per tier, and short tracebacks: a failure
-shows where it happened and what was waited for, not the whole test's source.
+ends, so lines never interleave; each run also writes a JUnit XML report there (every test's time).
+Each run prints its own time per tier, and short tracebacks: a failure shows where it happened and what
+was waited for, not the whole test's source.
 
 Every wait is bounded: a hung test is ended by pytest-timeout (stacks printed); a run still going
 `RUN_LIMIT_S` after the start is stopped, its process group killed, and reported as failed.

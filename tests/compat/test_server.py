@@ -104,20 +104,17 @@ def test_pipelined_requests_are_answered_in_order(broker: EbbBroker) -> None:
 
 
 def test_oversized_and_malformed_frames_close_only_that_connection(broker: EbbBroker) -> None:
-    healthy = Wire(broker.bootstrap)
-    try:
-        bad = Wire(broker.bootstrap)
-        bad.send_raw(struct.pack(">i", 200 * 1024 * 1024))
-        assert bad.closed_by_peer()
-        garbage = Wire(broker.bootstrap)
-        body = struct.pack(">hhi", 3, 9, 5) + b"\xff" * 13
-        garbage.send_raw(struct.pack(">i", len(body)) + body)
-        assert garbage.closed_by_peer()
+    with Wire(broker.bootstrap) as healthy:
+        with Wire(broker.bootstrap) as bad:
+            bad.send_raw(struct.pack(">i", 200 * 1024 * 1024))
+            assert bad.closed_by_peer()
+        with Wire(broker.bootstrap) as garbage:
+            body = struct.pack(">hhi", 3, 9, 5) + b"\xff" * 13
+            garbage.send_raw(struct.pack(">i", len(body)) + body)
+            assert garbage.closed_by_peer()
         healthy.send_raw(healthy.frame(MetadataRequest[1](topics=None), 1))
         resp = MetadataResponse.decode(healthy.recv_frame(), version=1, header=True)
         assert resp.brokers[0].port == broker.port
-    finally:
-        healthy.close()
 
 
 def _batch(values: list[bytes]) -> bytes:

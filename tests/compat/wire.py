@@ -54,6 +54,12 @@ class Wire:
     def close(self) -> None:
         self.sock.close()
 
+    def __enter__(self) -> Wire:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
 
 def fetch_request(
     topic: str,
