@@ -44,7 +44,7 @@ test-fast: venv
 
 # Two pytest runs side by side, balanced by their measured times: tools/run_tests.py.
 test: venv lint $(TEST_PREREQS)
-	@echo "==> running every test tier (unit+compat+k8s+spark+cluster beside e2e)"
+	@echo "==> running every test tier (unit+compat+k8s+cluster beside spark+e2e)"
 	$(PY) -m tools.run_tests
 
 bench: venv

@@ -5,8 +5,8 @@ starting, an operator's resync, pods starting on the node, a Spark run. The tier
 machine (each starts its own brokers, control plane or node), so they run as two processes, and the
 suite ends when the longer one does:
 
-- unit, compat, k8s, spark, then cluster (the node runs last, as in a single run);
-- e2e, the longest tier (an operator, Spark runs and brokers per test), alone.
+- unit, compat, k8s, then cluster (the node runs last, as in a single run);
+- spark and e2e (Spark runs, and in e2e an operator and brokers per test).
 
 README, Running the tests, gives each tier's time on the 2-core CI machine. Two runs, not more: with
 three the 2-core machine is loaded enough that timing-sensitive tests (a group rebalance after a broker
@@ -42,8 +42,8 @@ class Run:
 
 
 RUNS = (
-    Run("unit-compat-k8s-spark-cluster", "unit or compat or k8s or spark or cluster"),
-    Run("e2e", "e2e"),
+    Run("unit-compat-k8s-cluster", "unit or compat or k8s or cluster"),
+    Run("spark-e2e", "spark or e2e"),
 )
 
 

@@ -197,16 +197,20 @@ def test_upgrade_rollback_and_roll_forward_keep_every_record_and_object(
         return {d["metadata"]["name"]: d.get("status", {}).get("phase", "") for d in items}
 
     def unfinished(_: object) -> str:
-        """What every operator pod said (its timers' and probes' lines left out), then the unfinished
-        requests as they are stored, kopf's annotations included: last, where a shortened output keeps it."""
-        names = [n for n, p in outcomes().items() if n in series.names and p not in FINISHED]
+        return report([n for n, p in outcomes().items() if n in series.names and p not in FINISHED])
+
+    def report(names: list[str]) -> str:
+        """What every operator pod said (its timers' and probes' lines left out), then the named requests
+        as they are stored, kopf's annotations and managed fields (who wrote what) included: last, where a
+        shortened output keeps it."""
         pods = rel.kubectl("get", "pods", "-l", "app.kubernetes.io/component=operator", "-o", "name").stdout
         logs = []
         for pod in pods.split():
             lines = rel.kubectl("logs", pod, "--tail=400", check=False).stdout.splitlines()
             said = [line for line in lines if "Timer '" not in line and "/healthz" not in line]
             logs.append(f"{pod}:\n" + "\n".join(said[-40:]))
-        stored = [rel.kubectl("get", "deleterecords", n, "-o", "yaml").stdout for n in names]
+        shown = ("-o", "yaml", "--show-managed-fields")
+        stored = [rel.kubectl("get", "deleterecords", n, *shown).stdout for n in names]
         return "\n" + "\n---\n".join([*logs, *stored])
 
     wait_until(
@@ -217,7 +221,7 @@ def test_upgrade_rollback_and_roll_forward_keep_every_record_and_object(
         detail=unfinished,
     )
     failed = {n: p for n, p in outcomes().items() if n in series.names and p != "Succeeded"}
-    assert not failed, f"DeleteRecords created during the upgrades failed: {failed}"
+    assert not failed, f"DeleteRecords created during the upgrades failed: {failed}" + report(sorted(failed))
     # This tree's operator takes off the finalizer the previous release's put on objects.
     held = wait_until(
         "the previous release's finalizers to be taken off",

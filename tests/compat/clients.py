@@ -509,12 +509,12 @@ class KafkaPythonClient:
         c = self._consumer(group, reset)
         out: list[Rec] = []
         try:
+            # The topic's partitions known first: a member that joins before its metadata has them is
+            # assigned nothing ("No partition metadata for topic") until its next metadata refresh.
+            partitions = until(f"{topic}'s partitions", lambda: c.partitions_for_topic(topic), timeout, 0.1)
             if group is None:
                 from kafka import TopicPartition
 
-                partitions = until(
-                    f"{topic}'s partitions", lambda: c.partitions_for_topic(topic), timeout, 0.1
-                )
                 c.assign([TopicPartition(topic, p) for p in sorted(partitions)])
             else:
                 c.subscribe([topic])

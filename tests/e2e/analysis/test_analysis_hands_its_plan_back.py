@@ -108,7 +108,7 @@ def test_the_job_hands_its_plan_back_in_a_config_map_and_creates_nothing(
     plan = RunPlan.model_validate_json(unpack_plan(data[PLAN_KEY]))
     # Its last progress report: the job's last phase, every task of the stages it ran done.
     progress = RunProgress.model_validate_json(data[PROGRESS_KEY])
-    assert progress.stage == "the plan", progress
+    assert progress.stage == "the oldest unread records (Fetch)", progress
     assert progress.tasks_total and progress.tasks_done == progress.tasks_total, progress
     # The group is at 0 on partition 1: only partition 0 goes, up to what the group has read.
     assert [(d.topic, d.partition, d.offset) for d in plan.deletes] == [(topic, 0, 6)]

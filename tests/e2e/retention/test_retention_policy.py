@@ -162,7 +162,9 @@ def test_retention_policy_deletes_exactly_what_every_counted_group_consumed(
     assert dry["status"]["lastRun"]["engine"] == "Local"
     summary = dry["status"]["summary"]
     assert (summary["topics"], summary["partitions"]) == (1, 3)
-    assert (summary["deletableRecords"], summary["heldPartitions"]) == (20 + OLD, 1)
+    assert (summary["deletableRecords"], summary["heldPartitions"]) == (20 + OLD, 1), (
+        f"log starts {[log_start(bootstrap, topic, p) for p in range(3)]}\n" + yaml.safe_dump(dry["status"])
+    )
     assert _held(dry, topic) == {2: ("RequiredGroupMissing", [req])}
     # The groups holding the disk are named with their lag: req at 20 of 40 on p0 (p1 is cut by age), and
     # all 40 of p2, where it has not committed.
