@@ -39,6 +39,7 @@ from ebb_operator.handlers.status import StatusWriter
 from ebb_operator.kafka import (
     EARLIEST,
     LATEST,
+    UNKNOWN_BROKER,
     ClusterAdmin,
     ClusterConfigError,
     ClusterConnection,
@@ -144,9 +145,22 @@ def guard_blockers(
     return blocking_groups(targets, commits, descriptions, spec.consumed_by, evicted)
 
 
-def _plan(admin: ClusterAdmin, spec: DeleteRecordsSpec) -> tuple[list[PartitionResult], int | None]:
+class LookupRetriable(Exception):
+    """A lookup of the plan answered a retriable error (a leader being elected, a broker restarting);
+    `stale`: a leader the client's metadata does not know."""
+
+    def __init__(self, message: str, stale: bool) -> None:
+        super().__init__(message)
+        self.stale = stale
+
+
+def _plan(
+    admin: ClusterAdmin, spec: DeleteRecordsSpec, retry: bool = False
+) -> tuple[list[PartitionResult], int | None]:
     """The plan and the bytes of the partitions it cuts, over every replica (None: a broker did not
-    answer). Blocking: runs in a worker thread."""
+    answer). With `retry`, a retriable lookup error raises LookupRetriable rather than becoming the
+    partition's error: the caller reads again until spec.timeout, as it retries the request's own
+    retriable errors. Blocking: runs in a worker thread."""
     tps = [TopicPartition(p.topic, p.partition) for p in spec.partitions]
     metadata = admin.metadata({tp.topic for tp in tps})
     errors: dict[TopicPartition, KafkaFailure] = {}
@@ -167,6 +181,10 @@ def _plan(admin: ClusterAdmin, spec: DeleteRecordsSpec) -> tuple[list[PartitionR
         for found in (starts[tp], ends[tp]):
             if found.error is not None:
                 errors[tp] = found.error
+    moving = sorted(f"{tp.topic}-{tp.partition}: {e}" for tp, e in errors.items() if e.retriable)
+    if retry and moving:
+        stale = any(e.code == UNKNOWN_BROKER for e in errors.values())
+        raise LookupRetriable(f"{len(moving)} partitions, e.g. {moving[0]}", stale)
     targets = {}
     for p in spec.partitions:
         tp = TopicPartition(p.topic, p.partition)
@@ -377,6 +395,26 @@ def stalled(body: kopf.Body, now: datetime | None = None) -> bool:
     return waited > STALLED_AFTER_SECONDS
 
 
+async def _plan_within_timeout(
+    rt: Runtime, conn: ClusterConnection, spec: DeleteRecordsSpec, out: StatusWriter[DeleteRecordsStatus]
+) -> tuple[list[PartitionResult], int | None]:
+    """The plan, read again while a lookup answers a retriable error, until spec.timeout; after it, those
+    errors are the partitions' own (a topic that does not exist stays UNKNOWN_TOPIC_OR_PARTITION)."""
+    deadline = time.monotonic() + parse_duration(spec.timeout).total_seconds()
+    shown = None
+    while True:
+        retry = time.monotonic() < deadline
+        try:
+            return await rt.admins.call(conn, functools.partial(_plan, spec=spec, retry=retry))
+        except LookupRetriable as exc:
+            if (message := f"retrying the lookup of {exc}") != shown:
+                shown = message
+                await out.write(ConditionStatus.UNKNOWN, Reason.RETRYING, bounded(message, PROGRESS_MESSAGE))
+            if exc.stale:
+                rt.admins.reset(conn)
+            await asyncio.sleep(1)
+
+
 async def _execute(
     rt: Runtime, out: StatusWriter[DeleteRecordsStatus], spec: DeleteRecordsSpec, conn: ClusterConnection
 ) -> None:
@@ -384,7 +422,7 @@ async def _execute(
     resumed = bool(status.partitions)  # the plan of an earlier attempt, of this process or another
     if not status.partitions:
         try:
-            status.partitions, status.bytes_before = await rt.admins.call(conn, lambda a: _plan(a, spec))
+            status.partitions, status.bytes_before = await _plan_within_timeout(rt, conn, spec, out)
         except Exception as exc:
             # A lookup failed before anything was deleted: say so, then retry the whole request later.
             message = f"cannot read cluster state, retrying: {exc}"

@@ -5,7 +5,7 @@ It knows no Kubernetes: callers hand it bootstrap servers and client properties 
 
 from __future__ import annotations
 
-from ebb_operator.kafka.admin import EARLIEST, LATEST, ClusterAdmin
+from ebb_operator.kafka.admin import EARLIEST, LATEST, UNKNOWN_BROKER, ClusterAdmin
 from ebb_operator.kafka.connection import (
     ALLOWED_PROPERTIES,
     ClusterConfigError,
@@ -34,6 +34,7 @@ __all__ = [
     "ALLOWED_PROPERTIES",
     "EARLIEST",
     "LATEST",
+    "UNKNOWN_BROKER",
     "AdminPool",
     "ClusterAdmin",
     "ClusterConfigError",

@@ -22,7 +22,13 @@ from typing import Any, TypeVar
 
 from kafka import TopicPartition as KpTopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, OffsetSpec
-from kafka.errors import KafkaError, LeaderNotAvailableError, UnknownTopicOrPartitionError, for_code
+from kafka.errors import (
+    KafkaError,
+    LeaderNotAvailableError,
+    UnknownBrokerIdError,
+    UnknownTopicOrPartitionError,
+    for_code,
+)
 from kafka.protocol.admin import AlterClientQuotasRequest, DeleteRecordsRequest, DescribeClientQuotasRequest
 
 from ebb_operator.kafka import client_internals, offset_fetch, record_times
@@ -54,8 +60,21 @@ V = TypeVar("V")
 R = TypeVar("R")
 
 
+# Not a Kafka error code: the leader is a broker the client has not met (it joined, or came back, after the
+# client's last metadata); a fresh client bootstraps with it (AdminPool.reset).
+UNKNOWN_BROKER = "UNKNOWN_BROKER_ID"
+
+
 def failure_of(exc: BaseException) -> KafkaFailure:
     """A client exception as a KafkaFailure, keeping Kafka's error name and retriability."""
+    if isinstance(exc, UnknownBrokerIdError):
+        # kafka-python's answer for a request to a partition's leader when metadata names none (-1: an
+        # election under way, its only replica's broker down) or names a broker it has not met yet: a state
+        # the next metadata refresh may end, as Kafka's LEADER_NOT_AVAILABLE says.
+        who = exc.args[0] if exc.args else None
+        if who == -1:
+            return KafkaFailure("LEADER_NOT_AVAILABLE", "the partition has no leader", True)
+        return KafkaFailure(UNKNOWN_BROKER, f"broker {who} is not in the client's metadata", True)
     if isinstance(exc, KafkaError):
         code = getattr(exc, "message", None) or type(exc).__name__
         text = str(exc.args[0]) if exc.args else str(code)

@@ -76,6 +76,17 @@ class AdminPool:
         """`run` in a worker thread, so the event loop keeps serving other objects."""
         return await asyncio.to_thread(self.run, connection, fn)
 
+    def reset(self, connection: ClusterConnection) -> None:
+        """Close this cluster's client (once no call uses it): the next call bootstraps anew, with every
+        broker the cluster has now."""
+        with self._lock:
+            entry = self._entries.get(connection.key)
+        if entry is not None:
+            with entry.lock:
+                if entry.admin is not None:
+                    entry.admin.close()
+                    entry.admin = None
+
     def close_idle(self) -> int:
         """Close clients unused for idle_seconds (skipping any in use); returns how many were closed."""
         now, closed = self._clock(), 0

@@ -191,6 +191,41 @@ def test_delete_records_waits_for_a_frozen_follower_and_outlives_a_leader_change
     assert [log_start(cluster.bootstrap_servers, topic, p) for p in (0, 1)] == [30, 30]
 
 
+def test_a_delete_records_whose_only_replica_is_down_waits_for_it_within_its_timeout(
+    control_plane: ControlPlane,
+    k8s_namespace: str,
+    kafka_cluster3: KafkaCluster,
+    start_operator: Callable[..., OperatorProcess],
+) -> None:
+    """A partition with no leader (its one replica's broker stopped, as in a rolling restart) answers the
+    plan's lookups with a retriable error: the request says it retries them, and cuts once the broker is
+    back, rather than failing for good."""
+    cp, ns, cluster = control_plane, k8s_namespace, kafka_cluster3
+    topic = unique("mb-down")
+    _create(cluster, topic, [[3]])
+    _produce(cluster.bootstrap_servers, topic, 1, 40, 200)
+    node = cluster.node(3)
+    node.stop()  # (started again before the next test by `kafka_cluster3`, whatever happens here)
+    bootstrap = ",".join(f"{n.host}:{n.port}" for n in (cluster.node(1), cluster.node(2)))
+    start_operator(bootstrap)
+    spec = {
+        "cluster": {"bootstrapServers": bootstrap},
+        "partitions": [{"topic": topic, "partition": 0, "offset": 30}],
+        "guard": "None",
+        "timeout": "300s",
+    }
+    _apply(cp, ns, "DeleteRecords", "leaderless", spec)
+    waiting = _until(
+        cp, ns, "deleterecords", "leaderless",
+        lambda o: "retrying the lookup" in _ready(o).get("message", ""), timeout=120,
+    )  # fmt: skip
+    assert waiting["status"]["phase"] == "Running" and not _partitions(waiting), waiting["status"]
+    node.start()
+    done = _until(cp, ns, "deleterecords", "leaderless", lambda o: _phase(o) == "Succeeded", 180)
+    assert {p: r["lowWatermark"] for p, r in _partitions(done).items()} == {0: 30}
+    assert log_start(cluster.bootstrap_servers, topic, 0) == 30
+
+
 def test_reclaimed_bytes_are_summed_over_the_replicas(
     control_plane: ControlPlane,
     k8s_namespace: str,
@@ -436,6 +471,11 @@ def test_a_retention_policy_reading_consumer_offsets_waits_for_a_frozen_follower
     # The commits came from `__consumer_offsets`, whose partitions three brokers led.
     assert sorted(leaders.values()) == [1, 2, 3]
     assert "reading __consumer_offsets took" in op.log_path.read_text(errors="replace")
+
+
+def _phase(obj: dict[str, Any]) -> str | None:
+    phase: str | None = obj.get("status", {}).get("phase")
+    return phase
 
 
 def _ready(obj: dict[str, Any]) -> dict[str, Any]:

@@ -104,3 +104,28 @@ def test_a_client_that_lost_its_brokers_is_replaced_and_one_refused_call_keeps_i
         pool.run(conn, lost)
     assert first.closed
     assert pool.run(conn, lambda admin: admin) is not first and pool.created == 2
+
+
+def test_reset_closes_one_clusters_client_and_the_next_call_bootstraps_anew() -> None:
+    """A leader the client has never met (its broker came back after the client bootstrapped): the
+    DeleteRecords planner resets the cluster's client, and only that cluster's."""
+    pool = AdminPool(factory=FakeAdmin)
+    a, b = ClusterConnection.of("a:1"), ClusterConnection.of("b:1")
+    first, other = pool.run(a, fake), pool.run(b, fake)
+    pool.reset(a)
+    pool.reset(ClusterConnection.of("never-used:1"))  # nothing to close
+    assert first.closed and not other.closed
+    assert pool.run(a, fake) is not first and pool.run(b, fake) is other and pool.created == 3
+
+
+def test_a_request_to_an_unknown_leader_is_a_retriable_failure() -> None:
+    """kafka-python raises UnknownBrokerIdError for a partition whose leader is -1 (none: an election, its
+    only replica's broker down) or a broker its metadata lacks; both end when metadata catches up."""
+    from kafka.errors import UnknownBrokerIdError
+
+    from ebb_operator.kafka import UNKNOWN_BROKER
+    from ebb_operator.kafka.admin import failure_of
+
+    leaderless, unmet = failure_of(UnknownBrokerIdError(-1)), failure_of(UnknownBrokerIdError(3))
+    assert (leaderless.code, leaderless.retriable) == ("LEADER_NOT_AVAILABLE", True)
+    assert (unmet.code, unmet.retriable) == (UNKNOWN_BROKER, True) and "broker 3" in unmet.message
