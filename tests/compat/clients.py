@@ -509,9 +509,7 @@ class KafkaPythonClient:
         c = self._consumer(group, reset)
         out: list[Rec] = []
         try:
-            # The topic's partitions known first: a member that joins before its metadata has them is
-            # assigned nothing ("No partition metadata for topic") until its next metadata refresh.
-            partitions = until(f"{topic}'s partitions", lambda: c.partitions_for_topic(topic), timeout, 0.1)
+            partitions = _known_partitions(c, topic, timeout)
             if group is None:
                 from kafka import TopicPartition
 
@@ -643,6 +641,7 @@ class KafkaPythonClient:
 
     def member(self, group: str, topic: str) -> Member:
         c = self._consumer(group, "earliest")
+        _known_partitions(c, topic, 30)
         c.subscribe([topic])
         return _KafkaPythonMember(c)
 
@@ -666,6 +665,18 @@ def _find_configs(result: Any, topic: str) -> dict[str, Any]:
             if found:
                 return found
     return {}
+
+
+def _known_partitions(consumer: Any, topic: str, timeout: float) -> set[int]:
+    """The topic's partitions, once the consumer's metadata has them: a kafka-python member that joins
+    before then is assigned nothing ("No partition metadata for topic") until its next metadata refresh,
+    minutes later."""
+
+    def known() -> set[int] | None:  # None until the consumer's metadata has the topic
+        partitions: set[int] | None = consumer.partitions_for_topic(topic)
+        return partitions
+
+    return until(f"{topic}'s partitions", known, timeout, 0.1)
 
 
 class _KafkaPythonMember:
