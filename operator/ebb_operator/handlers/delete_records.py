@@ -410,8 +410,8 @@ async def _plan_within_timeout(
             if (message := f"retrying the lookup of {exc}") != shown:
                 shown = message
                 await out.write(ConditionStatus.UNKNOWN, Reason.RETRYING, bounded(message, PROGRESS_MESSAGE))
-            if exc.stale:
-                rt.admins.reset(conn)
+            if exc.stale:  # in a thread: it waits for a call on this cluster's client to end
+                await asyncio.to_thread(rt.admins.reset, conn)
             await asyncio.sleep(1)
 
 
