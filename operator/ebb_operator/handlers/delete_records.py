@@ -382,15 +382,16 @@ def stalled(body: kopf.Body, now: datetime | None = None) -> bool:
     - kopf recorded the creation as handled (it never calls the create handler again), yet the status is
       not final: another writer put an older view over it. An operator of a release without leader
       election, running beside this one while a rollout replaces it, does that: it was still retrying
-      the request when this one finished it.
+      the request when this one finished it. If that writer also recorded an attempt of its own, the
+      rule below applies: it may have stopped before making it, and this process's kopf never will.
     - Or kopf's attempt was due over STALLED_AFTER_SECONDS ago (or kopf recorded nothing on it since its
       creation that long ago) and no handler of this process runs it: an attempt a leader scheduled
       before it stopped, which its successor did not take up."""
     if (body.get("status") or {}).get("phase") in TERMINAL_PHASES or str(body.metadata.uid) in _running:
         return False
     annotations = body.metadata.annotations
-    if HANDLED_ANNOTATION in annotations:
-        return f"{ANNOTATION_PREFIX}/{EXECUTE}" not in annotations
+    if HANDLED_ANNOTATION in annotations and f"{ANNOTATION_PREFIX}/{EXECUTE}" not in annotations:
+        return True
     waited = ((now or datetime.now(UTC)) - _due_at(body)).total_seconds()
     return waited > STALLED_AFTER_SECONDS
 

@@ -137,12 +137,19 @@ HANDLED = {"ebb.dev/last-handled-configuration": '{"spec": {}}'}
         ("Pending", _attempt(delayed="2026-11-27T18:31:00+00:00"), "2026-11-27T18:00:00Z", False),
         ("Pending", _attempt(delayed="2026-11-27T18:29:30+00:00"), "2026-11-27T18:00:00Z", False),
         ("Pending", _attempt(delayed="2026-11-27T18:27:39+00:00"), "2026-11-27T18:00:00Z", True),
-        # handled, with an attempt recorded again since: kopf's, not the timer's
+        # handled, with an attempt an older writer recorded since: its own to make while it is due, the
+        # timer's once nobody made it (that writer stopped, and kopf here never calls a create handler again)
         (
             "Running",
             {**HANDLED, **_attempt(delayed="2026-11-27T18:29:50+00:00")},
             "2026-11-27T18:00:00Z",
             False,
+        ),
+        (
+            "Pending",
+            {**HANDLED, **_attempt(delayed="2026-11-27T18:27:39+00:00")},
+            "2026-11-27T18:00:00Z",
+            True,
         ),
         # nothing recorded: a new request kopf is about to run, or one it never took up
         (None, {}, "2026-11-27T18:29:40Z", False),
