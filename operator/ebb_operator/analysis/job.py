@@ -1,8 +1,9 @@
-"""One analysis run: the cluster snapshot, the committed offsets (Admin API or `__consumer_offsets`), the
-plan, the limiting groups' oldest unread records, the unread loss."""
+"""One analysis run: the cluster snapshot, the committed offsets (Admin API or `__consumer_offsets`, with
+share groups' start offsets), the plan, the limiting groups' oldest unread records, the unread loss."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -19,7 +20,7 @@ from ebb_operator.analysis import progress
 from ebb_operator.analysis.commits_admin import read_committed_offsets
 from ebb_operator.analysis.decide import PlanResult, set_oldest_unread, unread_positions
 from ebb_operator.analysis.offsets_source import latest_commits, latest_group_metadata, read_offsets_topic
-from ebb_operator.analysis.plan import compute_plan, plan_from_offsets, prepare
+from ebb_operator.analysis.plan import compute_plan, plan_from_offsets, prepare, share_group_commits
 from ebb_operator.analysis.policy import AnalysisPolicy
 from ebb_operator.analysis.snapshot import GroupState, Snapshot, empty_groups, take_snapshot
 from ebb_operator.analysis.unread import Accounting, account
@@ -141,7 +142,10 @@ def _plan(
     keep = StorageLevel.MEMORY_AND_DISK
     if policy.offsets_source is OffsetsSource.ADMIN_API:
         inputs = prepare(snapshot, policy, now_ms)
-        commits = read_committed_offsets(spark, connection, inputs.catalog).persist(keep)
+        commits = read_committed_offsets(spark, connection, inputs.catalog)
+        if snapshot.share_offsets:
+            commits = commits.unionByName(inputs.catalog.encode(share_group_commits(spark, snapshot)))
+        commits = commits.persist(keep)
         try:
             with phase(f"reading the commits of {len(inputs.catalog.groups)} groups (OffsetFetch, KIP-709)"):
                 log.info("%d commits on matched topics", commits.count())
@@ -156,8 +160,11 @@ def _plan(
         with phase("the plan"):
             stored = latest_group_metadata(raw).toArrow().to_pylist()
             groups = merge_groups(list(snapshot.groups), stored)
-            merged = Snapshot(snapshot.taken_at_ms, snapshot.partitions, snapshot.topics, groups)
-            offsets = latest_commits(raw).persist(keep)
+            merged = dataclasses.replace(snapshot, groups=groups)
+            offsets = latest_commits(raw)
+            if snapshot.share_offsets:
+                offsets = offsets.unionByName(share_group_commits(spark, snapshot))
+            offsets = offsets.persist(keep)
             try:
                 return plan_from_offsets(offsets, merged, policy, now_ms)
             finally:

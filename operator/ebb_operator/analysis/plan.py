@@ -21,10 +21,10 @@ one row per partition, topic or group, and the rules that decide what is deleted
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ebb_operator.analysis.catalog import Catalog, unlisted_topic
@@ -71,6 +71,17 @@ def prepare(snapshot: Snapshot, policy: AnalysisPolicy, now_ms: int) -> PlanInpu
     return PlanInputs(catalog, roles, policy, now_ms)
 
 
+def share_group_commits(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
+    """The share groups' start offsets as named commits (OFFSETS_SCHEMA, no commit times): whichever
+    source the commits come from, a share group's consumed level counts as a consumer group's commit."""
+    rows = [
+        (group, tp.topic, tp.partition, offset, None)
+        for group, offsets in sorted(snapshot.share_offsets.items())
+        for tp, offset in sorted(offsets.items())
+    ]
+    return spark.createDataFrame(rows, OFFSETS_SCHEMA)
+
+
 def plan_from_offsets(
     offsets: DataFrame, snapshot: Snapshot, policy: AnalysisPolicy, now_ms: int
 ) -> PlanResult:
@@ -84,9 +95,7 @@ def plan_from_offsets(
         .to_pylist()
     }
     groups = with_commit_times(snapshot.groups, last)
-    inputs = prepare(
-        Snapshot(snapshot.taken_at_ms, snapshot.partitions, snapshot.topics, groups), policy, now_ms
-    )
+    inputs = prepare(replace(snapshot, groups=groups), policy, now_ms)
     commits = inputs.catalog.encode(offsets).persist()
     try:
         return compute_plan(commits, inputs)

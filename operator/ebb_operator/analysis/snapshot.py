@@ -3,7 +3,9 @@
 Partitions: log start (ListOffsets EARLIEST), high watermark (LATEST), bytes on disk (DescribeLogDirs) and
 the offset of the first record at or after `now - consumedRetention` (ListOffsets by timestamp, KIP-79), and
 with a budget's maxAge the same at `now - maxAge`.
-Topics: `cleanup.policy`. Groups: state, members and the topics their members are assigned.
+Topics: `cleanup.policy`. Groups: state, members and the topics their members are assigned. Share groups
+(KIP-932): their state, and their start offsets on the matched topics (`Snapshot.share_offsets`), which
+count as their commits; a topic they have state on is one they read.
 Every failure is recorded next to the item it concerns (the plan holds that item, KIP-68's "-1"); only
 failures that leave the whole picture unknown (listing topics or groups) raise.
 """
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ebb_operator.analysis.policy import AnalysisPolicy
-from ebb_operator.kafka import EARLIEST, LATEST, ClusterAdmin, OffsetResult, TopicPartition
+from ebb_operator.kafka import EARLIEST, LATEST, ClusterAdmin, GroupListing, OffsetResult, TopicPartition
 from ebb_operator.models.common import full_match
 
 
@@ -59,6 +61,8 @@ class Snapshot:
     partitions: Sequence[PartitionState]
     topics: Sequence[TopicState]
     groups: Sequence[GroupState] = field(default_factory=list)
+    # group -> partition -> start offset, for share groups (only partitions that have one)
+    share_offsets: Mapping[str, Mapping[TopicPartition, int]] = field(default_factory=dict)
 
 
 def matched_topics(names: list[str], policy: AnalysisPolicy) -> list[str]:
@@ -136,9 +140,11 @@ def take_snapshot(
         listings = admin.list_groups()
     except Exception as e:
         raise SnapshotError(f"cannot list consumer groups: {e}") from e
-    described = admin.describe_groups(g.group_id for g in listings)
-    group_rows: list[GroupState] = []
     memory = empty_since or {}
+    shares = [g for g in listings if g.is_share]
+    group_rows, share_offsets = _share_groups(admin, shares, tps, now_ms, memory)
+    listings = [g for g in listings if not g.is_share]
+    described = admin.describe_groups(g.group_id for g in listings)
     for g in listings:
         d = described.get(g.group_id)
         if d is None or d.error is not None:
@@ -150,7 +156,37 @@ def take_snapshot(
         }
         since = min(memory.get(g.group_id, now_ms), now_ms) if not d.members else None
         group_rows.append(GroupState(g.group_id, d.state, len(d.members), sorted(topics), None, since))
-    return Snapshot(now_ms, part_rows, topic_rows, group_rows)
+    return Snapshot(now_ms, part_rows, topic_rows, group_rows, share_offsets)
+
+
+def _share_groups(
+    admin: ClusterAdmin,
+    shares: Sequence[GroupListing],
+    tps: Sequence[TopicPartition],
+    now_ms: int,
+    memory: Mapping[str, int],
+) -> tuple[list[GroupState], dict[str, dict[TopicPartition, int]]]:
+    """Share groups as groups: members known only as none (EMPTY) or some, the topics they have state on,
+    and their start offsets (-1, no offset yet, left out: that partition is then held as a reader's
+    missing commit holds it). A group that cannot be read carries its failure, so its topics are held."""
+    # Every partition they have state on, not the matched ones: asked for a partition, Kafka answers -1
+    # whether the group reads its topic or not.
+    found = admin.share_group_offsets(g.group_id for g in shares) if shares else {}
+    matched = set(tps)
+    rows, offsets = [], {}
+    for g in shares:
+        answer = found.get(g.group_id)
+        empty = g.state == "EMPTY"
+        since = min(memory.get(g.group_id, now_ms), now_ms) if empty else None
+        if not isinstance(answer, dict):
+            failure = f"DescribeShareGroupOffsets: {answer or 'no answer'}"
+            rows.append(GroupState(g.group_id, g.state, None, [], failure, None))
+            continue
+        answer = {tp: o for tp, o in answer.items() if tp in matched}
+        read = sorted({tp.topic for tp in answer})
+        rows.append(GroupState(g.group_id, g.state, 0 if empty else None, read, None, since))
+        offsets[g.group_id] = {tp: o for tp, o in answer.items() if o >= 0}
+    return rows, offsets
 
 
 def _at_time(at: OffsetResult | None, high: OffsetResult | None) -> int | None:

@@ -125,14 +125,16 @@ def guard_blockers(
     reads the topic; ConsumedBy: the named groups, a group without a commit holding it, except the groups
     `evicted` lists for that partition). Blocking:
     runs in a worker thread. The groups' commits on the topics cut come in batched OffsetFetch
-    requests, sent with their DescribeGroups."""
+    requests, sent with their DescribeGroups; share groups' start offsets in DescribeShareGroupOffsets."""
     if spec.guard is Guard.NONE or not targets:
         return {}
-    if spec.guard is Guard.CONSUMED_BY:
-        groups = list(spec.consumed_by)
-    else:
-        groups = [g.group_id for g in admin.list_groups()]
-    descriptions, answered = admin.readers(groups, {tp.topic for tp in targets})
+    listing = admin.list_groups()
+    # A share group's start offset is its commit (KIP-932: every record below it was acknowledged).
+    share = {g.group_id for g in listing if g.is_share}
+    groups = list(spec.consumed_by) if spec.guard is Guard.CONSUMED_BY else [g.group_id for g in listing]
+    topics = {tp.topic for tp in targets}
+    descriptions, answered = admin.readers([g for g in groups if g not in share], topics)
+    answered.update(admin.share_group_readers([g for g in groups if g in share], topics))
     commits: dict[str, list[TopicCommits]] = {}
     for group, found in answered.items():
         if isinstance(found, KafkaFailure):

@@ -31,7 +31,7 @@ from kafka.errors import (
 )
 from kafka.protocol.admin import AlterClientQuotasRequest, DeleteRecordsRequest, DescribeClientQuotasRequest
 
-from ebb_operator.kafka import client_internals, offset_fetch, record_times
+from ebb_operator.kafka import client_internals, offset_fetch, record_times, share_group_offsets
 from ebb_operator.kafka.connection import ClusterConnection
 from ebb_operator.kafka.offset_fetch import TopicCommits
 from ebb_operator.kafka.results import (
@@ -186,8 +186,28 @@ class ClusterAdmin:
 
     def list_groups(self) -> list[GroupListing]:
         return [
-            GroupListing(g["group_id"], group_state(g.get("group_state"))) for g in self._client.list_groups()
+            GroupListing(g["group_id"], group_state(g.get("group_state")), g.get("group_type") or "classic")
+            for g in self._client.list_groups()
         ]
+
+    def share_group_offsets(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, dict[TopicPartition, int] | KafkaFailure]:
+        """The start offsets of share groups (DescribeShareGroupOffsets, KIP-932) on every partition they
+        have state for; -1 where one has no offset yet. Not on chosen partitions: asked for one, Kafka
+        answers -1 whether the group reads it or not. A cluster without the API has no share groups."""
+        ids = list(dict.fromkeys(group_ids))
+        if not ids:
+            return {}
+        if not share_group_offsets.supported(self._client):
+            unsupported = KafkaFailure(
+                "UNSUPPORTED_VERSION", "the cluster has no DescribeShareGroupOffsets", False
+            )
+            return dict.fromkeys(ids, unsupported)
+        try:
+            return share_group_offsets.fetch(self._client, ids)
+        except KafkaError as exc:  # the coordinators not found (a new cluster creating __consumer_offsets)
+            return dict.fromkeys(ids, failure_of(exc))
 
     def describe_groups(
         self, group_ids: Iterable[str], answered: dict[str, Any] | BaseException | None = None
@@ -243,6 +263,16 @@ class ClusterAdmin:
             except Exception as exc:  # described again group by group, each failure on its group
                 answered = exc
         return self.describe_groups(ids, answered), commits
+
+    def share_group_readers(
+        self, group_ids: Iterable[str], topics: Iterable[str]
+    ) -> dict[str, list[TopicCommits] | KafkaFailure]:
+        """`readers`' commits for share groups: their start offsets on `topics`, in the same columns."""
+        wanted = list(topics)
+        return {
+            g: found if isinstance(found, KafkaFailure) else share_group_offsets.as_commits(found, wanted)
+            for g, found in self.share_group_offsets(group_ids).items()
+        }
 
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         """The group's committed offsets (OffsetFetch); partitions without a commit are left out."""

@@ -71,6 +71,12 @@ class DeleteRecordsResult:
 class GroupListing:
     group_id: str
     state: str
+    type: str = "classic"  # ListGroups v5 (KIP-848): classic, consumer, share, streams; classic before it
+
+    @property
+    def is_share(self) -> bool:
+        """A share group (KIP-932): no commits; its consumed level is its start offset per partition."""
+        return self.type == "share"
 
 
 @dataclass(frozen=True)
