@@ -6,7 +6,7 @@ kafka-python 3.0.12 has public calls for everything else the operator does. What
 - a request of the caller's sent to a chosen broker over the client's own connections (so TLS, SASL and
   its connection pool apply) and awaited on its I/O loop, several in flight at once: DeleteRecords to
   every leader at once, OffsetFetch v8 pipelined to each group coordinator, the client quota requests
-  its admin lacks (`send`, `run`);
+  its admin lacks, DescribeShareGroupOffsets (`send`, `run`);
 - the coordinators of many groups in one FindCoordinator v4 request (KIP-699), cached by the client
   (`group_coordinators`);
 - an answer decoded by a codec of the caller's instead of kafka-python's classes (`DecodedRequest`: the
