@@ -14,14 +14,12 @@ share group half read. The codec is kafka-python's, generated from the message d
 
 from __future__ import annotations
 
-import types
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kafka.admin import KafkaAdminClient
 from kafka.errors import for_code
-from kafka.protocol.api_message import ApiMessage
 
 from ebb_formats.offset_fetch import TopicCommits
 from ebb_operator.kafka import client_internals
@@ -33,19 +31,17 @@ VERSION = 0
 NO_START_OFFSET = -1
 
 
-def _message(name: str) -> Any:
-    """kafka-python's generated class of a message defined in `ebb_operator.kafka.messages` (its stubs
-    know only the classes it ships, so the class is made, not declared)."""
-    return types.new_class(name, (ApiMessage,), {"load_json": "ebb_operator.kafka.messages"})
-
-
-DescribeShareGroupOffsetsRequest = _message("DescribeShareGroupOffsetsRequest")
-DescribeShareGroupOffsetsResponse = _message("DescribeShareGroupOffsetsResponse")  # registers its decoder
+DescribeShareGroupOffsetsRequest = client_internals.message_class(
+    "DescribeShareGroupOffsetsRequest", "ebb_operator.kafka.messages"
+)
+DescribeShareGroupOffsetsResponse = client_internals.message_class(
+    "DescribeShareGroupOffsetsResponse", "ebb_operator.kafka.messages"
+)
 
 
 def supported(client: KafkaAdminClient) -> bool:
-    """Whether the cluster serves DescribeShareGroupOffsets v0 (Apache Kafka 4.1 and later; not
-    ebb-broker, which has no share groups)."""
+    """Whether the cluster serves DescribeShareGroupOffsets v0 (Apache Kafka 4 with share groups; not
+    ebb-broker, which has none)."""
     lowest, highest = client.api_versions().get(API_KEY, (0, -1))
     return bool(lowest <= VERSION <= highest)
 

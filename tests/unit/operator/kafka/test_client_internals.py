@@ -86,3 +86,10 @@ def test_a_request_with_its_own_decoder_goes_through_kafka_pythons_protocol() ->
     # The frame a broker sends: size, then response header v1 (correlation id, no tagged fields).
     frame = struct.pack(">ii", 4 + 1 + len(body), correlation_id) + b"\x00" + body
     assert connection.receive_bytes(frame) == [(correlation_id, ("decoded here", body))]
+
+
+def test_a_message_kafka_python_does_not_ship_is_generated_from_its_definition() -> None:
+    made = client_internals.message_class("DescribeShareGroupOffsetsRequest", "ebb_operator.kafka.messages")
+    assert (made.API_KEY, made.name, made.max_version) == (90, "DescribeShareGroupOffsetsRequest", 0)
+    group = made.DescribeShareGroupOffsetsRequestGroup(group_id="g", topics=None)
+    assert bytes(made(groups=[group], version=0).encode(version=0)) == b"\x02\x02g\x00\x00\x00"
