@@ -195,15 +195,11 @@ class ClusterAdmin:
     ) -> dict[str, dict[TopicPartition, int] | KafkaFailure]:
         """The start offsets of share groups (DescribeShareGroupOffsets, KIP-932) on every partition they
         have state for; -1 where one has no offset yet. Not on chosen partitions: asked for one, Kafka
-        answers -1 whether the group reads it or not. A cluster without the API has no share groups."""
+        answers -1 whether the group reads it or not. Any other group id has none, as has every group of a
+        cluster without the API (it has no share groups)."""
         ids = list(dict.fromkeys(group_ids))
-        if not ids:
-            return {}
-        if not share_group_offsets.supported(self._client):
-            unsupported = KafkaFailure(
-                "UNSUPPORTED_VERSION", "the cluster has no DescribeShareGroupOffsets", False
-            )
-            return dict.fromkeys(ids, unsupported)
+        if not ids or not share_group_offsets.supported(self._client):
+            return {g: {} for g in ids}
         try:
             return share_group_offsets.fetch(self._client, ids)
         except KafkaError as exc:  # the coordinators not found (a new cluster creating __consumer_offsets)
