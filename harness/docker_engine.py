@@ -200,6 +200,7 @@ def _start_dockerd(client: str) -> tuple[subprocess.Popen[bytes], str, IO[bytes]
         )
     if popen.poll() is not None or not _answers(client, host):
         _stop(popen)
+        log.close()
         tail = log_path.read_text(errors="replace")[-3000:]
         raise DockerUnavailable(
             f"dockerd did not answer within {_START_TIMEOUT:.0f} s (exit status {popen.returncode}); "

@@ -227,9 +227,15 @@ def _debian_base(engine: DockerEngine) -> None:
                     path.unlink()
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
         assert tar.stdout is not None
-        engine.run("import", "-", DEBIAN_BASE, stdin=tar.stdout, timeout=600)
-        if tar.wait(60) != 0:
-            raise ImageBuildError("tar of the debootstrap root failed")
+        try:
+            with tar.stdout:  # docker reads tar's pipe; our end of it is closed once docker is done
+                engine.run("import", "-", DEBIAN_BASE, stdin=tar.stdout, timeout=600)
+            if tar.wait(60) != 0:
+                raise ImageBuildError("tar of the debootstrap root failed")
+        finally:
+            if tar.poll() is None:  # the import failed or tar hangs: never leave it running
+                tar.kill()
+                tar.wait()
     _say(f"{DEBIAN_BASE} imported ({time.monotonic() - began:.0f} s)")
 
 

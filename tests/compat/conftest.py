@@ -116,13 +116,17 @@ class SecureBroker:
     def wire(self, listener: str, user: str | None = None) -> Wire:
         """A raw connection (TLS on SASL_SSL), authenticated as `user` with SCRAM-SHA-512 when given."""
         w = Wire(self.broker.bootstrap_of(listener))
-        if listener == "SASL_SSL":
-            w.sock = ssl.create_default_context(cafile=str(self.ca.ca_pem)).wrap_socket(
-                w.sock, server_hostname="localhost"
-            )
-        if user is not None:
-            resp = scram_authenticate(w, user, self.passwords[user])
-            assert resp.error_code == 0, resp
+        try:
+            if listener == "SASL_SSL":
+                w.sock = ssl.create_default_context(cafile=str(self.ca.ca_pem)).wrap_socket(
+                    w.sock, server_hostname="localhost"
+                )
+            if user is not None:
+                resp = scram_authenticate(w, user, self.passwords[user])
+                assert resp.error_code == 0, resp
+        except BaseException:
+            w.close()  # a failed handshake or login: the connection is not handed out
+            raise
         return w
 
 

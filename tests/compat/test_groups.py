@@ -161,6 +161,7 @@ while True:
 def test_a_member_that_dies_is_expired_after_its_session_timeout(broker: EbbBroker, topic: str) -> None:
     import subprocess
     import sys
+    import threading
 
     _admin(broker.bootstrap, topic, partitions=2)
     group = f"g-{topic}"
@@ -179,12 +180,12 @@ def test_a_member_that_dies_is_expired_after_its_session_timeout(broker: EbbBrok
         stderr=subprocess.DEVNULL,
         text=True,
     )
+    assigned = threading.Event()
+    out = doomed.stdout
+    assert out is not None
+    reader = threading.Thread(target=lambda: out.readline() and assigned.set(), daemon=True)
+    reader.start()
     try:
-        import threading
-
-        assigned = threading.Event()
-        assert doomed.stdout is not None
-        threading.Thread(target=lambda: doomed.stdout.readline() and assigned.set(), daemon=True).start()  # type: ignore[union-attr]
         # The survivor must keep polling: librdkafka completes its side of a rebalance in poll().
         until(
             "the two members sharing 2 partitions",
@@ -200,4 +201,7 @@ def test_a_member_that_dies_is_expired_after_its_session_timeout(broker: EbbBrok
         assert time.monotonic() - killed_at >= 5, "expired before its 6 s session timeout"
     finally:
         doomed.kill()
+        doomed.wait()
+        reader.join(10)  # the child is gone: its readline has its end of file
+        out.close()
         close_within(survivor)

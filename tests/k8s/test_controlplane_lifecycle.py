@@ -61,6 +61,8 @@ def test_kill_9_of_the_owner_leaves_no_server_behind() -> None:
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
+        assert holder.stdout is not None
+        holder.stdout.close()
     wait_gone(started["pids"])
     shutil.rmtree(started["workdir"])  # the killed owner could not delete it
 
