@@ -194,14 +194,14 @@ def test_a_member_that_dies_is_expired_after_its_session_timeout(broker: EbbBrok
             interval=0,
         )
         doomed.kill()  # no LeaveGroup: only the session timeout can remove it
-        doomed.wait()
+        doomed.wait(10)
         killed_at = time.monotonic()
         until("the survivor given both partitions", lambda: len(polled(survivor).assignment()) == 2, 30, 0)
         assert {tp.partition for tp in survivor.assignment()} == {0, 1}
         assert time.monotonic() - killed_at >= 5, "expired before its 6 s session timeout"
     finally:
         doomed.kill()
-        doomed.wait()
+        doomed.wait(10)
         reader.join(10)  # the child is gone: its readline has its end of file
         out.close()
         close_within(survivor)
