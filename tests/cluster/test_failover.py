@@ -133,11 +133,11 @@ def _first_phase(release: Release, name: str) -> tuple[subprocess.Popen[str], th
 
     def follow() -> None:
         assert watch.stdout is not None
-        for line in watch.stdout:
-            if line.strip():
-                phases.append(line.strip())
-                seen.set()
-                return
+        with watch.stdout:  # read to the end (kubectl killed), then closed: no pipe left behind
+            for line in watch.stdout:
+                if line.strip() and not seen.is_set():
+                    phases.append(line.strip())
+                    seen.set()
 
     threading.Thread(target=follow, daemon=True).start()
     return watch, seen, phases

@@ -116,3 +116,5 @@ def test_a_node_whose_owner_is_killed_leaves_the_host_as_it_was(tmp_path: Path, 
         if owner.poll() is None:
             os.killpg(owner.pid, signal.SIGKILL)
             owner.wait(30)
+        assert owner.stdout is not None
+        owner.stdout.close()
