@@ -1,8 +1,9 @@
 """`python -m ebb_operator.analysis` end to end against Apache Kafka, as the operator starts it (a process).
 
 Records 0-9 of each partition are two hours old, 10-19 are new; consumedRetention is one hour. Real groups
-commit through a real client. The plan must cut each partition at the slowest counted group or at the
-first young record, whichever is lower, and name the group that holds it.
+commit through a real client, and a share group acknowledges through Kafka's share consumer. The plan must
+cut each partition at the slowest counted group or at the first young record, whichever is lower, and
+name the group that holds it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.bounded import close_within
-from harness.kafka import KafkaBroker
+from harness.kafka import KafkaBroker, kafka_tool
 from tests.spark.conftest import SMALL_DATA_ENV
 
 HOUR_MS = 3_600_000
@@ -34,12 +35,13 @@ def test_job_plans_from_real_commits_and_record_times(
     """Both offsets sources give the same plan from the same commits."""
     bootstrap = apache_kafka_broker.bootstrap_servers
     tag = uuid.uuid4().hex[:6]
-    topic, compact = f"job-{tag}", f"job-{tag}-compact"
+    topic, compact, queue = f"job-{tag}", f"job-{tag}-compact", f"job-{tag}-queue"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics(
         [
             NewTopic(topic, num_partitions=2, replication_factor=1),
             NewTopic(compact, num_partitions=1, replication_factor=1, config={"cleanup.policy": "compact"}),
+            NewTopic(queue, num_partitions=1, replication_factor=1),
         ]
     )
     for f in futures.values():
@@ -60,6 +62,19 @@ def test_job_plans_from_real_commits_and_record_times(
         finally:
             close_within(c)
 
+    # A queue read by a share group (KIP-932) through Kafka's Java share consumer: it accepts 4 of 10 old
+    # records, so its start offset, which counts as its commit, is 4 (__consumer_offsets holds nothing of it).
+    for i in range(10):
+        producer.produce(queue, value=b"job-%d" % i, partition=0, timestamp=now_ms - 2 * HOUR_MS)
+    assert producer.flush(30) == 0
+    kafka_tool(
+        "kafka-configs", "--bootstrap-server", bootstrap, "--entity-type", "groups",
+        "--entity-name", f"queue-{tag}", "--alter", "--add-config", "share.auto.offset.reset=earliest",
+    )  # fmt: skip
+    kafka_tool(
+        "kafka-console-share-consumer", "--bootstrap-server", bootstrap, "--topic", queue,
+        "--group", f"queue-{tag}", "--max-messages", "4", "--timeout-ms", "30000",
+    )  # fmt: skip
     commit(f"app-{tag}", {(topic, 0): 15, (topic, 1): 8, (compact, 0): 1})
     commit(f"slow-{tag}", {(topic, 0): 5, (topic, 1): 12})
     commit(f"tool-{tag}", {(topic, 0): 0, (topic, 1): 0})  # excluded: must not hold anything
@@ -95,14 +110,16 @@ def test_job_plans_from_real_commits_and_record_times(
     assert (parts[topic, 0]["logStartOffset"], parts[topic, 0]["highWatermark"]) == (0, 20)
     assert parts[topic, 0]["bytes"] > 0  # DescribeLogDirs gave the partition's size
     assert parts[compact, 0]["reason"] == "CompactOnly" and parts[compact, 0]["deleteBefore"] is None
-    assert plan["summary"]["deletableRecords"] == 13
+    assert parts[queue, 0]["deleteBefore"] == 4 and parts[queue, 0]["blockingGroups"] == [f"queue-{tag}"]
+    assert plan["summary"]["deletableRecords"] == 13 + 4
     assert plan["summary"]["heldPartitions"] == 1
     # The plan hands back the cuts and the groups it counted; the job itself creates nothing.
     assert sorted((d["topic"], d["partition"], d["offset"]) for d in plan["deletes"]) == [
         (topic, 0, 5),
         (topic, 1, 8),
+        (queue, 0, 4),
     ]
-    assert plan["countedGroups"] == sorted([f"app-{tag}", f"slow-{tag}"])
+    assert plan["countedGroups"] == sorted([f"app-{tag}", f"queue-{tag}", f"slow-{tag}"])
     # Who pins the disk: slow alone keeps 5-9 of partition 0 (app is at 15, records from 10 on are young),
     # app alone keeps 8-9 of partition 1; the oldest record each has not read is two hours old.
     (entry,) = [t for t in plan["topics"] if t["topic"] == topic]

@@ -185,7 +185,8 @@ def _share_groups(
         answer = {tp: o for tp, o in answer.items() if tp in matched}
         read = sorted({tp.topic for tp in answer})
         rows.append(GroupState(g.group_id, g.state, 0 if empty else None, read, None, since))
-        offsets[g.group_id] = {tp: o for tp, o in answer.items() if o >= 0}
+        if started := {tp: o for tp, o in answer.items() if o >= 0}:
+            offsets[g.group_id] = started
     return rows, offsets
 
 

@@ -345,18 +345,16 @@ def _analysis_job(operator_pid: int, timeout: float) -> int:
     """The pid of the operator's Local analysis job (`python -m ebb_operator.analysis`, its child)."""
 
     def child() -> int | None:
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
+        for pid in (name for name in os.listdir("/proc") if name.isdigit()):
             try:
-                with open(f"/proc/{entry.name}/stat") as f:
+                with open(f"/proc/{pid}/stat") as f:
                     ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
                     argv = f.read().split(b"\0")
             except (OSError, IndexError, ValueError):
                 continue
             if ppid == operator_pid and b"ebb_operator.analysis" in argv:
-                return int(entry.name)
+                return int(pid)
         return None
 
     return until("the operator's analysis job started", child, timeout, interval=0.05)

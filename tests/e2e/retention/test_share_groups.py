@@ -3,8 +3,8 @@
 Kafka's retention ignores share groups, so a queue never frees what every consumer acknowledged. Ebb
 reads each share group's start offset (DescribeShareGroupOffsets): every record below it was
 acknowledged, none at or above it is known to be. So it is the share group's commit: a RetentionPolicy
-cuts no further, whichever source its commits come from, and the Consumed guard of a DeleteRecords
-refuses to go past it.
+cuts no further, and the Consumed guard of a DeleteRecords refuses to go past it. (Both offsets sources
+count share groups: tests/spark/test_analysis_job.py.)
 
 The consumer is Kafka's own Java share consumer (kafka-console-share-consumer); it accepts 12 of the
 topic's 30 records and releases the rest as it closes, so the group's start offset is 12. A consumer
@@ -91,22 +91,6 @@ def test_a_share_group_holds_the_cut_and_the_guard_at_what_it_acknowledged(
     assert run["status"]["lastRun"]["outcome"] == "Succeeded", run["status"]
     assert log_start(bootstrap, topic, 0) == ACKNOWLEDGED, yaml.safe_dump(run["status"])
     (entry,) = run["status"]["topics"]
-    assert [(g["group"], g["lagRecords"]) for g in entry["limiting"]] == [(workers, RECORDS - ACKNOWLEDGED)]
-
-    # The same with the commits read from __consumer_offsets, where share groups have none: a dry run
-    # finds nothing more to delete, the share group limiting the topic.
-    apply_policy(cp, ns, "queue-topic-source", {
-        "cluster": {"bootstrapServers": bootstrap},
-        "topics": {"include": [topic]},
-        "consumers": {"include": [workers, readers]},
-        "consumedRetention": "1h",
-        "schedule": {"interval": "1h"},
-        "analysis": {"offsetsSource": "ConsumerOffsetsTopic"},
-        "dryRun": True,
-    })  # fmt: skip
-    dry = run_after(cp, ns, "queue-topic-source")
-    assert dry["status"]["summary"]["deletableRecords"] == 0, dry["status"]
-    (entry,) = dry["status"]["topics"]
     assert [(g["group"], g["lagRecords"]) for g in entry["limiting"]] == [(workers, RECORDS - ACKNOWLEDGED)]
 
     # The Consumed guard: past the share group's start offset is refused, naming it.
